@@ -1,0 +1,217 @@
+// rdmalab: run, validate and list scenarios from the command line.
+//
+// Exit status: 0 success; 1 a run that failed (wrong data, transport error); 2 bad usage or a
+// bad scenario (nothing ran).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <unistd.h>
+
+#include "backends.h"
+#include "rdmalab/run.h"
+#include "rdmalab/units.h"
+
+namespace rdmalab {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitRunFailed = 1;
+constexpr int kExitUsage = 2;
+
+// Writes through a temporary file and a rename, so an existing file is never left half-written.
+Status write_file_atomically(const std::string& path, const std::string& text) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!out) return Status(Errc::io, fmt::format("{}: cannot write ({})", path, std::strerror(errno)));
+    out << text;
+    if (!out.flush()) return Status(Errc::io, fmt::format("{}: write failed", path));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return Status(Errc::io, fmt::format("{}: cannot replace: {}", path, ec.message()));
+  return Status::ok();
+}
+
+void print_table(const std::vector<ResultRow>& rows) {
+  bool header_bw = false, header_lat = false;
+  for (const auto& r : rows) {
+    if (r.lat) {
+      if (!header_lat) {
+        fmt::print("{:>10} {:>12} {:>12} {:>12} {:>16} {:>12} {:>14} {:>14} {:>16} {:>8}\n", "#bytes", "#iterations", "t_min[usec]",
+                   "t_max[usec]", "t_typical[usec]", "t_avg[usec]", "t_stdev[usec]", "99% [usec]", "99.9% [usec]", "errors");
+        header_lat = true;
+      }
+      fmt::print("{:>10} {:>12} {:>12.2f} {:>12.2f} {:>16.2f} {:>12.2f} {:>14.2f} {:>14.2f} {:>16.2f} {:>8}\n", r.bytes, r.iterations,
+                 r.lat->min_us, r.lat->max_us, r.lat->typical_us, r.lat->avg_us, r.lat->stdev_us, r.lat->p99_us, r.lat->p999_us, r.errors);
+    } else {
+      if (!header_bw) {
+        fmt::print("{:>10} {:>12} {:>16} {:>19} {:>14} {:>19} {:>8}\n", "#bytes", "#iterations", "BW peak[Gb/sec]", "BW average[Gb/sec]",
+                   "MsgRate[Mpps]", "BW average[MiB/s]", "errors");
+        header_bw = true;
+      }
+      fmt::print("{:>10} {:>12} {:>16.2f} {:>19.2f} {:>14.6f} {:>19.2f} {:>8}\n", r.bytes, r.iterations, r.bw_peak_gbps, r.bw_gbps,
+                 r.msg_rate_mpps, r.bw_gbps * 1e9 / 8 / 1048576.0, r.errors);
+    }
+  }
+}
+
+struct RunArgs {
+  std::string scenario;
+  std::string backend;
+  std::vector<std::string> sets;
+  std::string json;
+  bool quiet = false;
+};
+
+Result<Scenario> load(const std::string& path, const std::vector<std::string>& sets) {
+  return load_scenario(path, sets, full_schema(all_backends()));
+}
+
+int cmd_run(const RunArgs& a) {
+  auto sc = load(a.scenario, a.sets);
+  if (!sc) {
+    fmt::print(stderr, "rdmalab: {}\n", sc.status().message());
+    return kExitUsage;
+  }
+  std::string backend_name = a.backend.empty() ? sc->get_string("backend") : a.backend;
+  auto backend = all_backends().make(backend_name);
+  if (!backend) {
+    fmt::print(stderr, "rdmalab: --backend: {}\n", backend.status().message());
+    return kExitUsage;
+  }
+  Status pre = check_run(*sc, **backend);
+  if (!pre) {
+    fmt::print(stderr, "rdmalab: {}\n", pre.message());
+    return kExitUsage;
+  }
+  if (!a.quiet) {
+    fmt::print("rdmalab {} | scenario {} ({}) | backend {} | workload {} | ranks {}\n", version(), sc->get_string("name"), a.scenario,
+               backend_name, sc->get_string("workload.type"), scenario_ranks(*sc));
+    if (sc->is_set("description")) fmt::print("  {}\n", sc->get_string("description"));
+    std::fflush(stdout);
+  }
+  RunOutcome out = run_scenario(*sc, **backend);
+  print_table(out.rows);
+  if (!a.json.empty()) {
+    RunInfo info;
+    info.scenario = a.scenario;
+    info.name = sc->get_string("name");
+    info.backend = backend_name;
+    info.seed = static_cast<std::uint64_t>(sc->get_int("seed"));
+    info.version = version();
+    if (!out.status) {
+      info.status = "failed";
+      info.error = out.status.message();
+    }
+    Status w = write_file_atomically(a.json, results_to_json(info, out.rows));
+    if (!w) {
+      fmt::print(stderr, "rdmalab: --json: {}\n", w.message());
+      return kExitRunFailed;
+    }
+  }
+  if (!out.status) {
+    fmt::print(stderr, "rdmalab: run failed: {}\n", out.status.message());
+    return kExitRunFailed;
+  }
+  return kExitOk;
+}
+
+int cmd_validate(const std::string& path, const std::vector<std::string>& sets, const std::string& backend_override) {
+  auto sc = load(path, sets);
+  if (!sc) {
+    fmt::print(stderr, "rdmalab: {}\n", sc.status().message());
+    return kExitUsage;
+  }
+  std::string backend_name = backend_override.empty() ? sc->get_string("backend") : backend_override;
+  auto backend = all_backends().make(backend_name);
+  if (!backend) {
+    fmt::print(stderr, "rdmalab: {}\n", backend.status().message());
+    return kExitUsage;
+  }
+  Status st = check_run(*sc, **backend);
+  if (!st) {
+    fmt::print(stderr, "rdmalab: {}\n", st.message());
+    return kExitUsage;
+  }
+  fmt::print("{}: ok ({} on {}, {} ranks)\n", path, sc->get_string("workload.type"), backend_name, scenario_ranks(*sc));
+  return kExitOk;
+}
+
+int cmd_list() {
+  fmt::print("backends:\n");
+  for (const auto& b : all_backends().all()) {
+    auto be = b.make();
+    Availability av = be->availability();
+    fmt::print("  {:<10} {:<11} {}\n", b.name, av.usable ? "usable" : "not usable", av.usable ? be->description() : av.why);
+  }
+  fmt::print("workloads:\n");
+  for (const auto& w : builtin_workloads().all()) {
+    const char* kind = w.kind == WorkloadKind::bandwidth ? "bandwidth" : w.kind == WorkloadKind::latency ? "latency"
+                       : w.kind == WorkloadKind::collective                                 ? "collective"
+                                                                                            : "training";
+    fmt::print("  {:<12} {:<10} {}\n", w.name, kind, w.description);
+  }
+  return kExitOk;
+}
+
+int cmd_keys() {
+  Schema s = full_schema(all_backends());
+  for (const auto& [key, spec] : s.all()) {
+    std::string allowed;
+    for (const auto& a : spec.allowed) allowed += (allowed.empty() ? "" : "|") + a;
+    fmt::print("{:<28} {:<42} default {:<10} {}{}\n", key, allowed.empty() ? value_type_name(spec.type) : allowed,
+               spec.default_value.empty() ? "-" : spec.default_value, spec.help, "");
+  }
+  return kExitOk;
+}
+
+}  // namespace
+}  // namespace rdmalab
+
+int main(int argc, char** argv) {
+  using namespace rdmalab;
+  CLI::App app{"rdmalab: GPU RDMA workloads on real verbs hardware, Soft-RoCE, or a SimGrid model of a cluster"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string(version()));
+
+  RunArgs run_args;
+  auto* run = app.add_subcommand("run", "run a scenario and print a perftest-style table");
+  run->add_option("scenario", run_args.scenario, "scenario file (YAML)")->required();
+  run->add_option("--backend", run_args.backend, "backend to run on (default: the scenario's backend:)");
+  run->add_option("--set", run_args.sets, "override a scenario key, e.g. --set workload.size=1MiB (repeatable)");
+  run->add_option("--json", run_args.json, "write results as JSON to this file (docs/results.md)");
+  run->add_flag("--quiet", run_args.quiet, "print only the result table");
+
+  std::string val_path, val_backend;
+  std::vector<std::string> val_sets;
+  auto* validate = app.add_subcommand("validate", "check a scenario file without running it");
+  validate->add_option("scenario", val_path, "scenario file (YAML)")->required();
+  validate->add_option("--set", val_sets, "override a scenario key (repeatable)");
+  validate->add_option("--backend", val_backend, "check against this backend instead of the scenario's");
+
+  auto* list = app.add_subcommand("list", "list backends (usable here or why not) and workloads");
+  auto* keys = app.add_subcommand("keys", "list every scenario key with its type, default and meaning");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
+  if (run->parsed()) return cmd_run(run_args);
+  if (validate->parsed()) return cmd_validate(val_path, val_sets, val_backend);
+  if (list->parsed()) return cmd_list();
+  if (keys->parsed()) return cmd_keys();
+  return 2;
+}

@@ -1,0 +1,85 @@
+// A backend runs ranks: it owns the devices, the runtime and the bootstrap each rank sees.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rdmalab/bootstrap.h"
+#include "rdmalab/memory.h"
+#include "rdmalab/runtime.h"
+#include "rdmalab/status.h"
+#include "rdmalab/transport.h"
+
+namespace rdmalab {
+
+struct Scenario;
+class Schema;
+class MetricsSink;
+
+// Everything one rank's code may use.
+struct RankEnv {
+  int rank = 0;
+  int size = 1;
+  Bootstrap& boot;
+  Runtime& rt;
+  Device& dev;
+  MemoryProvider& mem;
+};
+
+using RankMain = std::function<Status(RankEnv&)>;
+
+struct Availability {
+  bool usable = false;
+  std::string why;  // when not usable: what is missing and how to get it
+};
+
+struct LaunchSpec {
+  int ranks = 2;
+  const Scenario* scenario = nullptr;  // fabric description and backend options; may be null
+  MetricsSink* metrics = nullptr;      // optional
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  virtual std::string description() const = 0;
+  virtual Availability availability() const = 0;
+  virtual Capabilities capabilities() const = 0;
+  // Declares the scenario keys this backend reads beyond core's (e.g. simgrid's fabric model).
+  virtual void add_keys(Schema& schema) const { (void)schema; }
+  // Validates the scenario parts this backend reads (fabric, backend options) before anything
+  // runs. Errors carry the key and what would be allowed.
+  virtual Status check(const Scenario& scenario) const { (void)scenario; return Status::ok(); }
+  // Runs `main` once per rank this process hosts, and returns when all of them have returned.
+  // The first failing rank's Status is returned, prefixed with its rank. Blocking.
+  // Backends that run one rank per process (verbs) call `main` once.
+  virtual Status launch(const LaunchSpec& spec, const RankMain& main) = 0;
+  // True when this process hosts all ranks (loopback, simgrid): results of every rank are local.
+  virtual bool hosts_all_ranks() const { return true; }
+};
+
+using BackendFactory = std::function<std::unique_ptr<Backend>()>;
+
+struct BackendInfo {
+  std::string name;
+  BackendFactory make;
+};
+
+// The registry of backends compiled into this binary. Filled by the executable (see
+// backends/backends.h), never by core itself: core includes no backend.
+class BackendRegistry {
+ public:
+  void add(std::string name, BackendFactory make);
+  const std::vector<BackendInfo>& all() const { return backends_; }
+  // Errors: not_found, listing the names present.
+  Result<std::unique_ptr<Backend>> make(const std::string& name) const;
+  std::vector<std::string> names() const;
+
+ private:
+  std::vector<BackendInfo> backends_;
+};
+
+}  // namespace rdmalab

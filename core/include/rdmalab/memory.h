@@ -1,0 +1,88 @@
+// Memory kinds and the buffers workloads move.
+//
+// A workload never touches a buffer's bytes directly: it asks the MemoryProvider to fill it with
+// a pattern and to verify it. Host memory is provided by core; GPU memory by a provider that
+// lives outside core (core never includes a device library), so the same workload runs on both.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "rdmalab/status.h"
+
+namespace rdmalab {
+
+enum class MemoryKind : std::uint8_t { host = 0, cuda = 1 };
+const char* memory_kind_name(MemoryKind kind) noexcept;
+
+struct MemoryKindSet {
+  std::uint32_t bits = 1u << static_cast<unsigned>(MemoryKind::host);
+  bool has(MemoryKind k) const { return (bits >> static_cast<unsigned>(k)) & 1u; }
+  void add(MemoryKind k) { bits |= 1u << static_cast<unsigned>(k); }
+};
+
+// An owned allocation. Move-only; frees on destruction.
+class Buffer {
+ public:
+  using Deleter = void (*)(void*);
+  Buffer() = default;
+  Buffer(void* data, std::size_t size, MemoryKind kind, Deleter del) : data_(data), size_(size), kind_(kind), del_(del) {}
+  Buffer(Buffer&& o) noexcept { *this = std::move(o); }
+  Buffer& operator=(Buffer&& o) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer();
+
+  void* data() const { return data_; }
+  std::uint64_t addr() const { return reinterpret_cast<std::uint64_t>(data_); }
+  std::size_t size() const { return size_; }
+  MemoryKind kind() const { return kind_; }
+  std::byte* bytes() const { return static_cast<std::byte*>(data_); }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t size_ = 0;
+  MemoryKind kind_ = MemoryKind::host;
+  Deleter del_ = nullptr;
+};
+
+// Allocation and the byte-level operations workloads need, for one memory kind.
+// Thread-safe: one provider may serve several ranks.
+class MemoryProvider {
+ public:
+  virtual ~MemoryProvider() = default;
+  virtual MemoryKind kind() const = 0;
+  // Page-aligned, zero-filled. Errors: no_memory.
+  virtual Result<Buffer> allocate(std::size_t bytes) = 0;
+  // Writes the payload pattern for `seed` into [offset, offset+len). The byte at absolute
+  // stream position p (= offset + i) is pattern_byte(seed, p), so any slice can be checked.
+  virtual Status fill(const Buffer& buf, std::size_t offset, std::size_t len, std::uint64_t seed) = 0;
+  // Counts the bytes in [offset, offset+len) that differ from the pattern for `seed`.
+  virtual Result<std::uint64_t> verify(const Buffer& buf, std::size_t offset, std::size_t len, std::uint64_t seed) = 0;
+  // Sets [offset, offset+len) to zero.
+  virtual Status clear(const Buffer& buf, std::size_t offset, std::size_t len) = 0;
+  // Plain copies between this provider's memory and the host, for small values (counters).
+  virtual Status read(const Buffer& buf, std::size_t offset, void* dst, std::size_t len) = 0;
+  virtual Status write(const Buffer& buf, std::size_t offset, const void* src, std::size_t len) = 0;
+};
+
+// The pattern: a cheap, position-dependent byte stream, different for each seed, never
+// constant over a run of bytes (so a missing or shifted copy is caught). Word k covers bytes
+// 8k..8k+7, little-endian.
+inline std::uint64_t pattern_word(std::uint64_t seed, std::uint64_t k) {
+  std::uint64_t x = k * 0x9E3779B97F4A7C15ull + seed * 0xD1B54A32D192ED03ull + 1;
+  x ^= x >> 29;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 32;
+  return x;
+}
+inline std::uint8_t pattern_byte(std::uint64_t seed, std::uint64_t pos) {
+  return static_cast<std::uint8_t>(pattern_word(seed, pos >> 3) >> (8 * (pos & 7)));
+}
+
+// The provider for host memory (always available).
+MemoryProvider& host_memory();
+
+}  // namespace rdmalab

@@ -1,0 +1,49 @@
+// Result rows: the same columns whichever backend produced them, so a prediction and a
+// measurement can be compared line by line. The JSON schema is documented in docs/results.md.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace rdmalab {
+
+struct LatencyStats {
+  double min_us = 0, max_us = 0, typical_us = 0, avg_us = 0, stdev_us = 0, p99_us = 0, p999_us = 0;
+};
+
+// Computes perftest's latency statistics from samples in microseconds (sorted in place).
+LatencyStats latency_stats(std::vector<double>& samples_us);
+
+struct ResultRow {
+  std::string workload;
+  std::string backend;
+  std::uint64_t bytes = 0;       // message size
+  std::uint64_t iterations = 0;  // per QP, per pair
+  int ranks = 0;
+  double time_s = 0;             // mean seconds per iteration
+  double bw_gbps = 0;            // average, 10^9 bits/s (0 for latency rows)
+  double bw_peak_gbps = 0;
+  double msg_rate_mpps = 0;      // million messages/s
+  std::optional<LatencyStats> lat;
+  std::uint64_t errors = 0;      // wrong bytes (payload checks) + failed completions
+  std::map<std::string, double> extra;  // workload-specific columns (e.g. algbw for collectives)
+  std::map<std::string, std::string> notes;
+};
+
+struct RunInfo {
+  std::string scenario;   // path
+  std::string name;       // scenario name
+  std::string backend;
+  std::uint64_t seed = 0;
+  std::string version;
+  std::string status = "ok";  // ok | failed
+  std::string error;          // message when failed
+};
+
+// Serialises to the documented JSON form.
+std::string results_to_json(const RunInfo& info, const std::vector<ResultRow>& rows);
+
+}  // namespace rdmalab

@@ -1,0 +1,36 @@
+// Running a scenario: the glue between a parsed scenario, a backend and a workload.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "rdmalab/backend.h"
+#include "rdmalab/results.h"
+#include "rdmalab/scenario.h"
+#include "rdmalab/workload.h"
+
+namespace rdmalab {
+
+// The full schema for scenarios: core keys, plus every registered backend's keys, with the
+// allowed backend and workload names filled in.
+Schema full_schema(const BackendRegistry& backends);
+
+// How many ranks a scenario runs (fabric.nodes).
+int scenario_ranks(const Scenario& sc);
+
+// Everything checked before a run: backend usable, backend's own keys, workload keys and caps.
+// Errors: invalid_argument (scenario), not_found / not_supported (backend).
+Status check_run(const Scenario& sc, Backend& backend);
+
+struct RunOutcome {
+  Status status;                  // ok, or why the run failed
+  std::vector<ResultRow> rows;    // rank 0's rows (in hosts_all_ranks backends)
+  std::uint64_t errors = 0;       // total payload/completion errors across rows
+};
+
+// Runs the workload on the backend. Blocking.
+RunOutcome run_scenario(const Scenario& sc, Backend& backend, MetricsSink* metrics = nullptr);
+
+const char* version() noexcept;
+
+}  // namespace rdmalab

@@ -1,0 +1,119 @@
+// Scenario files: YAML lab sheets that say what to run, on what, with which parameters.
+//
+// Every key a scenario may use is declared in a Schema (core declares the common keys; each
+// backend adds its own), with its type, default, allowed values and range. A file is checked
+// completely before anything runs: YAML syntax, unknown keys, wrong types, units, ranges.
+// Errors name the file, line and column, the key, and what would be allowed.
+// The format is documented in docs/scenarios.md.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "rdmalab/status.h"
+
+namespace rdmalab {
+
+struct SourceLoc {
+  std::string file;  // file path, or "--set" for a command-line override, or "default"
+  int line = 0;      // 1-based; 0 when not from a file
+  int column = 0;
+  std::string to_string() const;
+};
+
+enum class ValueType {
+  string,       // free text
+  enumeration,  // one of KeySpec::allowed
+  integer,      // whole number in [min, max]
+  number,       // real number in [min, max]
+  boolean,      // true | false
+  size,         // bytes with a unit: 64KiB
+  bandwidth,    // bytes/s with a unit: 100Gbps, 12.5GB/s
+  time,         // seconds with a unit: 1.5us
+  size_list,    // a size, a list of sizes, or a power-of-two range "2B..8MiB"
+  int_list,     // a list of whole numbers in [min, max]
+  string_list,  // a list of free-text strings
+};
+const char* value_type_name(ValueType t) noexcept;
+
+struct KeySpec {
+  std::string key;            // dotted path: workload.size
+  ValueType type = ValueType::string;
+  std::string default_value;  // in the same text form a user writes; empty = no default
+  std::string help;
+  std::vector<std::string> allowed;  // enumeration
+  double min = -std::numeric_limits<double>::infinity();
+  double max = std::numeric_limits<double>::infinity();
+};
+
+using Value = std::variant<std::string, std::int64_t, double, bool, std::vector<std::uint64_t>, std::vector<std::int64_t>,
+                           std::vector<std::string>>;
+
+class Schema {
+ public:
+  // Adds a key; replaces an earlier spec with the same key.
+  void add(KeySpec spec);
+  const KeySpec* find(const std::string& key) const;
+  const std::map<std::string, KeySpec>& all() const { return keys_; }
+  void set_allowed(const std::string& key, std::vector<std::string> allowed);
+  // Two keys that say the same thing two ways (size / sizes): a --set of one replaces the
+  // other when the file gave it.
+  void add_alternatives(const std::string& a, const std::string& b) { alternatives_.emplace_back(a, b); }
+  std::vector<std::string> alternatives_of(const std::string& key) const;
+  // Known keys under a prefix ("workload."), for "did you mean" messages.
+  std::vector<std::string> keys_under(const std::string& prefix) const;
+
+ private:
+  std::map<std::string, KeySpec> keys_;
+  std::vector<std::pair<std::string, std::string>> alternatives_;
+};
+
+// The keys core itself understands (name, backend, seed, fabric basics, workload parameters).
+Schema core_schema();
+
+struct Entry {
+  Value value;
+  SourceLoc loc;
+  bool explicit_ = false;  // written in the file or by --set (not a default)
+};
+
+struct Scenario {
+  std::string file;
+  std::map<std::string, Entry> values;  // every schema key, explicit or default
+
+  bool has(const std::string& key) const;       // present (explicit or default)
+  bool is_set(const std::string& key) const;    // written by the user
+  const SourceLoc& loc(const std::string& key) const;
+
+  std::string get_string(const std::string& key) const;
+  std::int64_t get_int(const std::string& key) const;
+  double get_number(const std::string& key) const;
+  bool get_bool(const std::string& key) const;
+  std::uint64_t get_size(const std::string& key) const;
+  double get_bandwidth(const std::string& key) const;  // bytes per second
+  double get_time(const std::string& key) const;       // seconds
+  std::vector<std::uint64_t> get_sizes(const std::string& key) const;
+  std::vector<std::int64_t> get_ints(const std::string& key) const;
+  std::vector<std::string> get_strings(const std::string& key) const;
+
+  // A clear error about a key, for checks that need several keys at once:
+  // "scenarios/x.yaml:12:9: workload.tx_depth: ...".
+  Status error(const std::string& key, const std::string& message) const;
+};
+
+// Parses and checks a scenario. `overrides` are "key=value" strings from --set, applied on top
+// of the file (the value is read as YAML, so lists work: --set 'workload.sizes=[1KiB,2KiB]').
+// Errors: io (file unreadable), invalid_argument (anything wrong in it), with location.
+Result<Scenario> load_scenario(const std::string& path, const std::vector<std::string>& overrides, const Schema& schema);
+Result<Scenario> parse_scenario(const std::string& text, const std::string& filename,
+                                const std::vector<std::string>& overrides, const Schema& schema);
+
+// Parses one text value as the given type. Exposed for the GUI form and tests.
+Result<Value> parse_value(const KeySpec& spec, const std::string& text);
+
+}  // namespace rdmalab

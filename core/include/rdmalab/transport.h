@@ -1,0 +1,247 @@
+// The transport contract: a small, verbs-shaped set of objects that every backend implements.
+//
+// Workloads are written against these classes only. The semantics (what is accepted, what
+// completes with which status, what moves a QP to ERR) are specified in
+// docs/transport-contract.md and enforced by the conformance suite for every backend.
+//
+// Threading: unless a method says otherwise, one object is used by one thread (one rank) at a
+// time, like a verbs context without locking. Objects of different ranks may be used
+// concurrently. A backend may deliver completions from its own threads; that is invisible to
+// the caller.
+//
+// Lifetimes: destroy in reverse order of creation (QPs, then MRs and CQs, then PDs, then the
+// Device). Destroying an object that others still use is a caller bug (verbs returns EBUSY).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "rdmalab/memory.h"
+#include "rdmalab/status.h"
+
+namespace rdmalab {
+
+// ---------------------------------------------------------------------------------------------
+// Capabilities: what a backend really implements. Workloads check them; tests skip on them;
+// the conformance suite proves each advertised one works (a flag that is set but not wired is a
+// bug, as UCX's own tl.h warns).
+struct Capabilities {
+  bool rdma_read = false;
+  bool rdma_write_imm = false;
+  bool atomics = false;           // 8-byte fetch-and-add and compare-and-swap
+  bool models_time = false;       // the runtime clock is a model (SimGrid), not a wall clock
+  std::uint32_t max_inline = 0;   // largest inline payload, bytes
+  std::uint32_t max_sge = 1;      // per work request, send and receive
+  std::uint32_t max_qp_wr = 0;    // per queue
+  std::uint32_t max_cq_entries = 0;
+  std::uint32_t max_msg_size = 0; // bytes
+  MemoryKindSet memory_kinds{};   // which memory kinds can be registered
+};
+
+// Memory access rights, combined with |. Local read is always granted.
+enum Access : std::uint32_t {
+  kAccessLocalWrite = 1u << 0,
+  kAccessRemoteWrite = 1u << 1,  // requires local write, as in verbs
+  kAccessRemoteRead = 1u << 2,
+  kAccessRemoteAtomic = 1u << 3, // requires local write, as in verbs
+};
+
+// Plain data a peer needs to reach a region: safe to copy, serialise and send to another rank.
+struct RemoteBuffer {
+  std::uint64_t addr = 0;
+  std::uint32_t rkey = 0;
+  std::uint64_t length = 0;
+};
+
+// A registered memory region (local handle). Owned by the caller through unique_ptr; destroying
+// it deregisters. Accesses through a destroyed region's keys fail like any wrong key.
+class MemoryRegion {
+ public:
+  virtual ~MemoryRegion() = default;
+  virtual std::uint64_t addr() const = 0;
+  virtual std::uint64_t length() const = 0;
+  virtual std::uint32_t lkey() const = 0;
+  virtual std::uint32_t rkey() const = 0;
+  virtual std::uint32_t access() const = 0;
+  virtual MemoryKind kind() const = 0;
+  // The descriptor a peer uses; offset and length are relative to this region.
+  RemoteBuffer remote(std::uint64_t offset = 0) const { return {addr() + offset, rkey(), length() - offset}; }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Completions, exactly as verbs reports them.
+
+enum class WcOpcode : std::uint8_t {
+  send, rdma_write, rdma_read, comp_swap, fetch_add,  // requester side
+  recv, recv_rdma_with_imm,                           // responder side
+};
+
+enum class WcStatus : std::uint8_t {
+  success,
+  loc_len_err,        // local length error (receive buffer too small, SGE too long)
+  loc_qp_op_err,      // local QP operation error
+  loc_prot_err,       // local protection error (bad lkey, SGE outside the local region)
+  wr_flush_err,       // the QP was in ERR: the request was flushed, not executed
+  rem_inv_req_err,    // remote invalid request (e.g. unaligned atomic, opcode not allowed)
+  rem_access_err,     // remote access error (wrong rkey, outside the region, missing access right)
+  rem_op_err,         // remote operation error
+  retry_exc_err,      // transport retry counter exceeded (peer unreachable)
+  rnr_retry_exc_err,  // receiver-not-ready retry counter exceeded (no receive posted)
+  general_err,
+};
+
+// The text ibv_wc_status_str gives for the same status, so a user can search for it.
+const char* wc_status_str(WcStatus status) noexcept;
+const char* wc_opcode_name(WcOpcode op) noexcept;
+
+struct Completion {
+  std::uint64_t wr_id = 0;
+  WcOpcode opcode = WcOpcode::send;
+  WcStatus status = WcStatus::success;
+  std::uint32_t byte_len = 0;  // bytes received (receive side) or transferred
+  std::uint32_t imm = 0;       // valid when has_imm
+  bool has_imm = false;
+  std::uint32_t qp_num = 0;
+};
+
+// A completion queue. Capacity is fixed at creation; when more completions arrive than it
+// holds, it overflows: the extra completions are lost, every later poll/wait returns
+// Errc::cq_overflow, and the QPs that use it move to ERR (verbs raises IBV_EVENT_CQ_ERR).
+class CompletionQueue {
+ public:
+  virtual ~CompletionQueue() = default;
+  virtual std::uint32_t capacity() const = 0;
+  // Non-blocking. Moves up to out.size() completions, oldest first, into out and returns how
+  // many (0 when none is ready). Errors: cq_overflow.
+  virtual Result<std::size_t> poll(std::span<Completion> out) = 0;
+  // Blocking. Returns at least one completion unless the timeout (in the runtime's time base)
+  // expires first (Errc::timeout). On the SimGrid backend simulated time advances while it
+  // waits; a busy loop of poll() never would, so workloads must wait through this call.
+  // Errors: cq_overflow, timeout.
+  virtual Result<std::size_t> wait(std::span<Completion> out, double timeout_s) = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Work requests.
+
+struct Sge {
+  std::uint64_t addr = 0;
+  std::uint32_t length = 0;
+  std::uint32_t lkey = 0;
+};
+
+enum class SendOpcode : std::uint8_t {
+  rdma_write, rdma_write_with_imm, send, send_with_imm, rdma_read, atomic_fetch_add, atomic_cmp_swap,
+};
+const char* send_opcode_name(SendOpcode op) noexcept;
+
+struct SendWr {
+  std::uint64_t wr_id = 0;
+  SendOpcode opcode = SendOpcode::rdma_write;
+  std::span<const Sge> sg_list;     // read at post time; may be reused once post_send returns
+  bool signaled = true;             // false: no completion unless the request fails
+  bool inline_data = false;         // payload copied at post time; lkeys are not checked
+  std::uint32_t imm = 0;            // for *_with_imm
+  std::uint64_t remote_addr = 0;    // rdma and atomics
+  std::uint32_t rkey = 0;
+  std::uint64_t compare_add = 0;    // fetch-and-add: the addend; compare-and-swap: the compare value
+  std::uint64_t swap = 0;           // compare-and-swap: the new value
+};
+
+struct RecvWr {
+  std::uint64_t wr_id = 0;
+  std::span<const Sge> sg_list;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Queue pairs (reliable connected only).
+
+enum class QpState : std::uint8_t { reset, init, rtr, rts, err };
+const char* qp_state_name(QpState s) noexcept;
+
+// What a peer needs to connect to a QP. Plain data: exchange it over the bootstrap.
+struct QpEndpoint {
+  std::uint32_t qpn = 0;
+  std::uint32_t psn = 0;
+  std::uint32_t lid = 0;               // InfiniBand only
+  std::array<std::uint8_t, 16> gid{};  // RoCE / global routing
+  std::uint32_t rank = 0;              // the owning rank (used by simulated backends)
+  std::uint32_t mtu = 0;               // bytes; 0 = backend default
+};
+
+struct QpCaps {
+  std::uint32_t max_send_wr = 128;
+  std::uint32_t max_recv_wr = 128;
+  std::uint32_t max_send_sge = 1;
+  std::uint32_t max_recv_sge = 1;
+  std::uint32_t max_inline = 0;
+};
+
+struct QpConnectAttr {
+  QpEndpoint remote;
+  std::uint8_t retry_cnt = 7;        // transport retries (0..7)
+  std::uint8_t rnr_retry = 7;        // receiver-not-ready retries (0..6; 7 = retry forever)
+  double min_rnr_timer_s = 12e-6;    // delay before an RNR retry (verbs encodes this as a code)
+  std::uint32_t max_rd_atomic = 16;  // outstanding reads/atomics
+};
+
+class QueuePair {
+ public:
+  virtual ~QueuePair() = default;
+  virtual std::uint32_t qpn() const = 0;
+  virtual QpState state() const = 0;
+  // This QP's address to give the peer. Valid from creation on.
+  virtual QpEndpoint endpoint() const = 0;
+
+  // State transitions, as in verbs: RESET→INIT→RTR (needs the peer's endpoint)→RTS.
+  // Any state → ERR with to_error(); ERR or any → RESET with reset().
+  // Errors: invalid_state for a transition that is not allowed; invalid_argument for bad attrs.
+  virtual Status to_init() = 0;
+  virtual Status to_rtr(const QpConnectAttr& attr) = 0;
+  virtual Status to_rts() = 0;
+  virtual Status to_error() = 0;
+  virtual Status reset() = 0;
+
+  // Non-blocking. Accepts a list of requests; the result only says whether they were accepted,
+  // outcomes arrive as completions. On error, `*bad_index` (if given) is the first request not
+  // accepted; those before it were accepted.
+  // Refused (invalid_state) unless the QP is in RTS; in ERR, requests are accepted and complete
+  // with wr_flush_err, as in verbs. Refused (invalid_argument) for too many SGEs, inline data
+  // over max_inline, an atomic whose length is not 8, or more outstanding requests than
+  // max_send_wr (Errc::no_memory, verbs' ENOMEM).
+  virtual Status post_send(std::span<const SendWr> wrs, std::size_t* bad_index = nullptr) = 0;
+  // Non-blocking. Allowed from INIT on (RESET refuses with invalid_state).
+  virtual Status post_recv(std::span<const RecvWr> wrs, std::size_t* bad_index = nullptr) = 0;
+};
+
+class ProtectionDomain {
+ public:
+  virtual ~ProtectionDomain() = default;
+  // Registers [addr, addr+length) of memory of `kind`. The memory stays owned by the caller and
+  // must outlive the region. Errors: invalid_argument (zero length, remote write/atomic without
+  // local write), not_supported (memory kind), no_memory / permission (pinning refused).
+  virtual Result<std::unique_ptr<MemoryRegion>> register_memory(void* addr, std::uint64_t length,
+                                                                std::uint32_t access,
+                                                                MemoryKind kind = MemoryKind::host) = 0;
+  // Creates an RC QP in RESET. The CQs must outlive it. Errors: invalid_argument (caps over the
+  // device limits).
+  virtual Result<std::unique_ptr<QueuePair>> create_qp(CompletionQueue& send_cq, CompletionQueue& recv_cq,
+                                                       const QpCaps& caps) = 0;
+};
+
+// An opened device (verbs' context). One per rank.
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual std::string name() const = 0;
+  virtual const Capabilities& caps() const = 0;
+  virtual Result<std::unique_ptr<ProtectionDomain>> alloc_pd() = 0;
+  // Errors: invalid_argument (0 entries or over caps().max_cq_entries).
+  virtual Result<std::unique_ptr<CompletionQueue>> create_cq(std::uint32_t entries) = 0;
+};
+
+}  // namespace rdmalab

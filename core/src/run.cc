@@ -1,0 +1,73 @@
+#include "rdmalab/run.h"
+
+#include <fmt/format.h>
+
+#include <mutex>
+
+#include "rdmalab/metrics.h"
+#include "rdmalab/workloads/perftest.h"
+
+namespace rdmalab {
+
+const char* version() noexcept { return "0.1.0"; }
+
+const WorkloadRegistry& builtin_workloads() {
+  static const WorkloadRegistry reg = [] {
+    WorkloadRegistry r;
+    workloads::register_perftest(r);
+    return r;
+  }();
+  return reg;
+}
+
+Schema full_schema(const BackendRegistry& backends) {
+  Schema s = core_schema();
+  s.set_allowed("backend", backends.names());
+  s.set_allowed("workload.type", builtin_workloads().names());
+  for (const auto& b : backends.all()) b.make()->add_keys(s);
+  return s;
+}
+
+int scenario_ranks(const Scenario& sc) { return static_cast<int>(sc.get_int("fabric.nodes")); }
+
+Status check_run(const Scenario& sc, Backend& backend) {
+  Availability av = backend.availability();
+  if (!av.usable) return Status(Errc::not_supported, fmt::format("backend '{}' is not usable here: {}", backend.name(), av.why));
+  RDMALAB_TRY(backend.check(sc));
+  const WorkloadInfo* w = builtin_workloads().find(sc.get_string("workload.type"));
+  if (!w) return sc.error("workload.type", "unknown workload");
+  Status st = w->check(sc, backend.capabilities(), scenario_ranks(sc));
+  if (!st) return Status(st.code(), fmt::format("{} (backend {})", st.message(), backend.name()));
+  return Status::ok();
+}
+
+RunOutcome run_scenario(const Scenario& sc, Backend& backend, MetricsSink* metrics) {
+  RunOutcome out;
+  out.status = check_run(sc, backend);
+  if (!out.status) return out;
+  const WorkloadInfo* w = builtin_workloads().find(sc.get_string("workload.type"));
+  std::mutex mu;
+  LaunchSpec spec;
+  spec.ranks = scenario_ranks(sc);
+  spec.scenario = &sc;
+  spec.metrics = metrics;
+  out.status = backend.launch(spec, [&](RankEnv& env) -> Status {
+    std::vector<ResultRow> rows;
+    Status st = w->run(env, sc, rows);
+    if (env.rank == 0 && !rows.empty()) {
+      std::lock_guard<std::mutex> lock(mu);
+      for (auto& r : rows) {
+        r.backend = backend.name();
+        if (metrics) metrics->on_row(r);
+        out.rows.push_back(std::move(r));
+      }
+    }
+    return st;
+  });
+  for (const auto& r : out.rows) out.errors += r.errors;
+  if (out.status && out.errors > 0)
+    out.status = Status(Errc::data, fmt::format("{} wrong bytes or failed checks in the delivered data", out.errors));
+  return out;
+}
+
+}  // namespace rdmalab

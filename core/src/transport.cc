@@ -1,0 +1,60 @@
+#include "rdmalab/transport.h"
+
+namespace rdmalab {
+
+const char* wc_status_str(WcStatus s) noexcept {
+  // Same words as libibverbs' ibv_wc_status_str(), so users can search for them.
+  switch (s) {
+    case WcStatus::success: return "success";
+    case WcStatus::loc_len_err: return "local length error";
+    case WcStatus::loc_qp_op_err: return "local QP operation error";
+    case WcStatus::loc_prot_err: return "local protection error";
+    case WcStatus::wr_flush_err: return "Work Request Flushed Error";
+    case WcStatus::rem_inv_req_err: return "remote invalid request error";
+    case WcStatus::rem_access_err: return "remote access error";
+    case WcStatus::rem_op_err: return "remote operation error";
+    case WcStatus::retry_exc_err: return "transport retry counter exceeded";
+    case WcStatus::rnr_retry_exc_err: return "RNR retry counter exceeded";
+    case WcStatus::general_err: return "general error";
+  }
+  return "unknown";
+}
+
+const char* wc_opcode_name(WcOpcode op) noexcept {
+  switch (op) {
+    case WcOpcode::send: return "send";
+    case WcOpcode::rdma_write: return "rdma_write";
+    case WcOpcode::rdma_read: return "rdma_read";
+    case WcOpcode::comp_swap: return "comp_swap";
+    case WcOpcode::fetch_add: return "fetch_add";
+    case WcOpcode::recv: return "recv";
+    case WcOpcode::recv_rdma_with_imm: return "recv_rdma_with_imm";
+  }
+  return "unknown";
+}
+
+const char* send_opcode_name(SendOpcode op) noexcept {
+  switch (op) {
+    case SendOpcode::rdma_write: return "rdma_write";
+    case SendOpcode::rdma_write_with_imm: return "rdma_write_with_imm";
+    case SendOpcode::send: return "send";
+    case SendOpcode::send_with_imm: return "send_with_imm";
+    case SendOpcode::rdma_read: return "rdma_read";
+    case SendOpcode::atomic_fetch_add: return "atomic_fetch_add";
+    case SendOpcode::atomic_cmp_swap: return "atomic_cmp_swap";
+  }
+  return "unknown";
+}
+
+const char* qp_state_name(QpState s) noexcept {
+  switch (s) {
+    case QpState::reset: return "RESET";
+    case QpState::init: return "INIT";
+    case QpState::rtr: return "RTR";
+    case QpState::rts: return "RTS";
+    case QpState::err: return "ERR";
+  }
+  return "unknown";
+}
+
+}  // namespace rdmalab

@@ -1,0 +1,44 @@
+#include "rdmalab/workloads/common.h"
+
+#include <fmt/format.h>
+
+namespace rdmalab::workloads {
+
+namespace {
+const char* wc_status_code(WcStatus s) {
+  switch (s) {
+    case WcStatus::success: return "success";
+    case WcStatus::loc_len_err: return "loc_len_err";
+    case WcStatus::loc_qp_op_err: return "loc_qp_op_err";
+    case WcStatus::loc_prot_err: return "loc_prot_err";
+    case WcStatus::wr_flush_err: return "wr_flush_err";
+    case WcStatus::rem_inv_req_err: return "rem_inv_req_err";
+    case WcStatus::rem_access_err: return "rem_access_err";
+    case WcStatus::rem_op_err: return "rem_op_err";
+    case WcStatus::retry_exc_err: return "retry_exc_err";
+    case WcStatus::rnr_retry_exc_err: return "rnr_retry_exc_err";
+    case WcStatus::general_err: return "general_err";
+  }
+  return "?";
+}
+}  // namespace
+
+std::string describe_failed_completion(int rank, const Completion& wc) {
+  return fmt::format("rank {}: {} wr_id {:#x} on QP {} completed with '{}' ({})", rank, wc_opcode_name(wc.opcode), wc.wr_id,
+                     wc.qp_num, wc_status_str(wc.status), wc_status_code(wc.status));
+}
+
+Result<std::size_t> wait_ok(RankEnv& env, CompletionQueue& cq, std::span<Completion> out, double timeout_s, const char* what) {
+  auto n = cq.wait(out, timeout_s);
+  if (!n) {
+    if (n.status().code() == Errc::timeout)
+      return Status(Errc::timeout, fmt::format("rank {}: no completion within {}s while {} (is the peer alive? raise workload.timeout "
+                                               "for slow fabrics)", env.rank, timeout_s, what));
+    return n.status().with_context(fmt::format("rank {}: while {}", env.rank, what));
+  }
+  for (std::size_t i = 0; i < *n; ++i)
+    if (out[i].status != WcStatus::success) return Status(Errc::transport, describe_failed_completion(env.rank, out[i]));
+  return n;
+}
+
+}  // namespace rdmalab::workloads
