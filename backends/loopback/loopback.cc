@@ -76,7 +76,9 @@ struct Cqe {
 
 class Fabric {
  public:
-  explicit Fabric(int ranks) : ranks_(ranks) { engine_ = std::thread([this] { engine_loop(); }); }
+  Fabric(int ranks, std::uint64_t corrupt_every) : corrupt_every_(corrupt_every), ranks_(ranks) {
+    engine_ = std::thread([this] { engine_loop(); });
+  }
   ~Fabric() {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -97,6 +99,13 @@ class Fabric {
   std::unordered_map<std::uint32_t, MrRec> lkeys_, rkeys_;
   std::unordered_map<std::uint32_t, LbQp*> qps_;
   std::deque<LbQp*> runnable_;  // QPs with queued sends (may hold stale entries)
+  // Fault injection (loopback.corrupt_every): flip a byte of every Nth payload delivered.
+  std::uint64_t corrupt_every_ = 0;
+  std::uint64_t deliveries_ = 0;
+  void maybe_corrupt(std::uint64_t addr, std::uint64_t len) {
+    if (corrupt_every_ == 0 || len == 0) return;
+    if (++deliveries_ % corrupt_every_ == 0) *reinterpret_cast<std::uint8_t*>(addr + len / 2) ^= 0x5a;
+  }
 
   void abort(const std::string& why);
   void schedule(LbQp* qp);
@@ -138,7 +147,14 @@ class LbCq final : public CompletionQueue {
   Result<std::size_t> wait(std::span<Completion> out, double timeout_s) override {
     std::unique_lock<std::mutex> lock(f_.mu_);
     auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
-    // Wait in slices so that another rank's failure (Fabric::abort) is noticed promptly.
+    // Spin briefly first: completions usually arrive within microseconds, sooner than a
+    // condition-variable wake-up. Then wait in slices so that another rank's failure
+    // (Fabric::abort) is noticed promptly.
+    for (int spin = 0; spin < 200 && q_.empty() && !overflowed_ && !f_.aborted_; ++spin) {
+      lock.unlock();
+      std::this_thread::yield();
+      lock.lock();
+    }
     while (q_.empty() && !overflowed_) {
       if (f_.aborted_) return Status(Errc::bootstrap, f_.abort_reason_);
       auto now = Clock::now();
@@ -336,6 +352,7 @@ Status LbQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index) {
   for (std::size_t i = 0; i < wrs.size(); ++i) {
     const SendWr& wr = wrs[i];
     auto fail = [&](Errc code, std::string msg) {
+      if (i > 0) f_.schedule(this);  // the ones before this were accepted and must run
       if (bad_index) *bad_index = i;
       return Status(code, fmt::format("QP {:#x}: {}", qpn_, msg));
     };
@@ -419,6 +436,7 @@ void Fabric::abort(const std::string& why) {
 
 void Fabric::engine_loop() {
   std::unique_lock<std::mutex> lock(mu_);
+  Clock::time_point idle_since{};
   while (!stop_) {
     auto now = Clock::now();
     Clock::time_point next_deadline = Clock::time_point::max();
@@ -435,8 +453,20 @@ void Fabric::engine_loop() {
       progressed |= qp->sq_.size() != before;
       if (!qp->sq_.empty()) schedule(qp);
     }
-    if (progressed) continue;
-    // Nothing could move: sleep until a post, or until the earliest RNR retry is due.
+    if (progressed) {
+      idle_since = Clock::time_point{};
+      continue;
+    }
+    // Nothing could move. Stay awake briefly (a post usually follows a completion within
+    // microseconds, and a condition-variable wake-up costs more than that), then sleep until a
+    // post, or until the earliest RNR retry is due.
+    if (idle_since == Clock::time_point{}) idle_since = now;
+    if (now - idle_since < std::chrono::microseconds(50)) {
+      lock.unlock();
+      std::this_thread::yield();
+      lock.lock();
+      continue;
+    }
     if (next_deadline == Clock::time_point::max())
       cv_.wait(lock, [&] {
         return stop_ || std::any_of(runnable_.begin(), runnable_.end(),
@@ -537,6 +567,7 @@ void Fabric::execute(LbQp* qp, Clock::time_point now, Clock::time_point& next_de
     case SendOpcode::rdma_write:
     case SendOpcode::rdma_write_with_imm:
       if (len) gather(reinterpret_cast<std::uint8_t*>(p.wr.remote_addr));
+      maybe_corrupt(p.wr.remote_addr, len);
       break;
     case SendOpcode::rdma_read: {
       auto* src = reinterpret_cast<const std::uint8_t*>(p.wr.remote_addr);
@@ -544,6 +575,7 @@ void Fabric::execute(LbQp* qp, Clock::time_point now, Clock::time_point& next_de
         std::memcpy(reinterpret_cast<void*>(s.addr), src, s.length);
         src += s.length;
       }
+      if (!p.sges.empty()) maybe_corrupt(p.sges[0].addr, p.sges[0].length);
       break;
     }
     case SendOpcode::atomic_fetch_add:
@@ -599,6 +631,7 @@ void Fabric::execute(LbQp* qp, Clock::time_point now, Clock::time_point& next_de
         src += n;
         left -= n;
       }
+      if (!r.sges.empty()) maybe_corrupt(r.sges[0].addr, std::min<std::uint64_t>(len, r.sges[0].length));
     }
     peer->rcq_.push(Cqe{wc, peer, 0, false});
   }
@@ -761,6 +794,12 @@ class LoopbackBackend final : public Backend {
   Availability availability() const override { return {true, ""}; }
   Capabilities capabilities() const override { return loopback_caps(); }
 
+  void add_keys(Schema& schema) const override {
+    schema.add(KeySpec{"loopback.corrupt_every", ValueType::integer, "0",
+                       "fault injection: flip one byte in every Nth payload delivered (0 = off), to watch payload checks catch it",
+                       {}, 0, 1e12});
+  }
+
   Status check(const Scenario& sc) const override {
     if (sc.get_int("fabric.nodes") > kMaxRanks)
       return sc.error("fabric.nodes", fmt::format("loopback runs every rank as a thread: at most {} ranks (use simgrid for more)", kMaxRanks));
@@ -770,7 +809,10 @@ class LoopbackBackend final : public Backend {
   Status launch(const LaunchSpec& spec, const RankMain& main) override {
     if (spec.ranks < 1 || spec.ranks > kMaxRanks)
       return Status(Errc::invalid_argument, fmt::format("loopback runs 1..{} ranks (asked {})", kMaxRanks, spec.ranks));
-    Fabric fabric(spec.ranks);
+    std::uint64_t corrupt = spec.scenario && spec.scenario->has("loopback.corrupt_every")
+                                ? static_cast<std::uint64_t>(spec.scenario->get_int("loopback.corrupt_every"))
+                                : 0;
+    Fabric fabric(spec.ranks, corrupt);
     SharedBootstrap shared(spec.ranks);
     const auto t0 = Clock::now();
     std::vector<Status> results(static_cast<std::size_t>(spec.ranks));

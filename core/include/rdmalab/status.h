@@ -67,6 +67,8 @@ class [[nodiscard]] Result {
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  T operator*() && { return std::get<T>(std::move(v_)); }
   Status status() const { return is_ok() ? Status::ok() : std::get<Status>(v_); }
 
  private:

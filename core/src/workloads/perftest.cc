@@ -590,15 +590,17 @@ Status run_lat(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows, O
         RDMALAB_TRY(wait_ok(env, *c.cq, std::span<Completion>(wcs.data(), 1), c.p.timeout, "waiting for a read/atomic").status());
         const double t1 = env.rt.now();
         if (i >= c.p.warmup) samples.push_back((t1 - t0) * 1e6);
+        if (op == Op::read && c.p.verify) {
+          // Every read is checked (outside the timed window), then cleared for the next one.
+          RDMALAB_ASSIGN(std::uint64_t w, env.mem.verify(c.rx, 0, size, stream_seed(c.p.seed, c.peer, 0)));
+          errors += w;
+          RDMALAB_TRY(env.mem.clear(c.rx, 0, size));
+        }
         if (op == Op::atomic) {
           std::uint64_t v = 0;
           RDMALAB_TRY(env.mem.read(c.atom, c.fetch_off(0, 0), &v, 8));
           errors += v != i;
         }
-      }
-      if (op == Op::read && c.p.verify) {
-        RDMALAB_ASSIGN(std::uint64_t w, env.mem.verify(c.rx, 0, size, stream_seed(c.p.seed, c.peer, 0)));
-        errors += w;
       }
     }
     RDMALAB_TRY(env.boot.barrier());

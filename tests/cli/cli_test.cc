@@ -1,0 +1,141 @@
+// End-to-end: the rdmalab executable as a user runs it.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace {
+
+struct CliRun {
+  int status = -1;
+  std::string out;  // stdout and stderr
+};
+
+CliRun rdmalab(const std::string& args) {
+  std::string cmd = std::string(RDMALAB_CLI) + " " + args + " 2>&1";
+  CliRun r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf{};
+  std::size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+  return r;
+}
+
+std::string scenario(const char* name) { return std::string(RDMALAB_SOURCE_DIR) + "/scenarios/" + name; }
+
+std::filesystem::path tmpdir() {
+  auto d = std::filesystem::temp_directory_path() / ("rdmalab-cli-" + std::to_string(getpid()));
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+std::string write_tmp(const std::string& name, const std::string& text) {
+  auto p = tmpdir() / name;
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+TEST(Cli, RunPrintsAPerftestTableAndWritesJson) {
+  auto json = (tmpdir() / "out.json").string();
+  CliRun r = rdmalab("run " + scenario("write-bw-64k.yaml") + " --backend loopback --set workload.iterations=200 --json " + json);
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("BW average[Gb/sec]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("65536"), std::string::npos);
+  std::ifstream in(json);
+  auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["backend"], "loopback");
+  EXPECT_EQ(j["status"], "ok");
+  ASSERT_EQ(j["results"].size(), 1u);
+  EXPECT_EQ(j["results"][0]["workload"], "write_bw");
+  EXPECT_EQ(j["results"][0]["bytes"], 65536);
+  EXPECT_EQ(j["results"][0]["iterations"], 200);
+  EXPECT_EQ(j["results"][0]["errors"], 0);
+  EXPECT_GT(j["results"][0]["bw_gbps"].get<double>(), 0);
+}
+
+TEST(Cli, LatencyRunReportsPerftestColumns) {
+  CliRun r = rdmalab("run " + scenario("write-bw-64k.yaml") + " --backend loopback --set workload.type=send_lat --set workload.size=8B");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("t_typical[usec]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("99.9%"), std::string::npos) << r.out;
+}
+
+TEST(Cli, BadScenarioExitsTwoWithFileLineAndKey) {
+  auto bad = write_tmp("bad.yaml", "name: x\nworkload:\n  type: write_bw\n  size: 64 KiBs\n");
+  CliRun r = rdmalab("run " + bad);
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("bad.yaml:4:9: workload.size: unknown size unit 'KiBs'"), std::string::npos) << r.out;
+  CliRun v = rdmalab("validate " + bad);
+  EXPECT_EQ(v.status, 2);
+  CliRun missing = rdmalab("run /nonexistent/lab.yaml");
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.out.find("cannot open"), std::string::npos);
+}
+
+TEST(Cli, BadInputLosesNothingAlreadyWritten) {
+  auto json = write_tmp("keep.json", "{\"precious\": true}\n");
+  auto bad = write_tmp("bad2.yaml", "workload: { qps: 99 }\n");
+  CliRun r = rdmalab("run " + bad + " --json " + json);
+  EXPECT_EQ(r.status, 2);
+  std::ifstream in(json);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_EQ(ss.str(), "{\"precious\": true}\n");
+}
+
+TEST(Cli, FailedRunExitsOneAndRecordsTheFailure) {
+  auto json = (tmpdir() / "failed.json").string();
+  CliRun r = rdmalab("run " + scenario("write-bw-64k.yaml") + " --backend loopback --set workload.iterations=50 --set loopback.corrupt_every=5 --json " + json);
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("wrong bytes"), std::string::npos) << r.out;
+  std::ifstream in(json);
+  auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["status"], "failed");
+  EXPECT_GT(j["results"][0]["errors"].get<int>(), 0);
+}
+
+TEST(Cli, UsageErrorsExitTwo) {
+  EXPECT_EQ(rdmalab("").status, 2);
+  EXPECT_EQ(rdmalab("frobnicate").status, 2);
+  EXPECT_EQ(rdmalab("run").status, 2);
+  CliRun b = rdmalab("run " + scenario("write-bw-64k.yaml") + " --backend nosuch");
+  EXPECT_EQ(b.status, 2);
+  EXPECT_NE(b.out.find("no backend named 'nosuch'"), std::string::npos) << b.out;
+}
+
+TEST(Cli, HelpListValidateAndKeys) {
+  for (const char* sub : {"--help", "run --help", "validate --help", "list --help", "keys --help"}) {
+    CliRun h = rdmalab(sub);
+    EXPECT_EQ(h.status, 0) << sub << "\n" << h.out;
+  }
+  CliRun l = rdmalab("list");
+  ASSERT_EQ(l.status, 0);
+  EXPECT_NE(l.out.find("loopback"), std::string::npos);
+  EXPECT_NE(l.out.find("usable"), std::string::npos);
+  for (const char* w : {"write_bw", "read_bw", "send_bw", "atomic_bw", "write_lat", "read_lat", "send_lat", "atomic_lat"})
+    EXPECT_NE(l.out.find(w), std::string::npos) << w;
+  CliRun v = rdmalab("validate " + scenario("write-bw-64k.yaml"));
+  EXPECT_EQ(v.status, 0) << v.out;
+  EXPECT_NE(v.out.find("ok"), std::string::npos);
+  CliRun k = rdmalab("keys");
+  EXPECT_EQ(k.status, 0);
+  EXPECT_NE(k.out.find("workload.tx_depth"), std::string::npos);
+}
+
+TEST(Cli, EveryShippedScenarioValidates) {
+  for (const auto& e : std::filesystem::recursive_directory_iterator(std::string(RDMALAB_SOURCE_DIR) + "/scenarios")) {
+    if (e.path().extension() != ".yaml") continue;
+    CliRun v = rdmalab("validate " + e.path().string());
+    EXPECT_EQ(v.status, 0) << e.path() << "\n" << v.out;
+  }
+}
+
+}  // namespace

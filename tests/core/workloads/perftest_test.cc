@@ -1,0 +1,125 @@
+// Every perftest workload runs on every usable backend with its payload checks at zero, and a
+// delivery that corrupts bytes is caught.
+#include <gtest/gtest.h>
+
+#include "backends.h"
+#include "rdmalab/run.h"
+
+namespace rdmalab {
+namespace {
+
+struct Case {
+  std::string backend;
+  std::string workload;
+};
+void PrintTo(const Case& c, std::ostream* os) { *os << c.backend << "/" << c.workload; }
+
+class Perftest : public ::testing::TestWithParam<Case> {};
+
+Result<Scenario> scenario(const Case& c, std::vector<std::string> sets) {
+  sets.push_back("workload.type=" + c.workload);
+  return parse_scenario("name: t\n", "t.yaml", sets, full_schema(all_backends()));
+}
+
+TEST_P(Perftest, RunsWithZeroErrorsAcrossSizesAndOptions) {
+  const Case& c = GetParam();
+  auto backend = all_backends().make(c.backend);
+  ASSERT_TRUE(backend.is_ok());
+  bool atomic = c.workload.rfind("atomic", 0) == 0;
+  bool lat = c.workload.find("_lat") != std::string::npos;
+  std::vector<std::vector<std::string>> variants = {
+      {"workload.iterations=50"},
+      {"workload.iterations=40", "workload.warmup=5", "workload.cq_mod=8", "workload.tx_depth=16"},
+  };
+  if (!atomic) variants.push_back({"workload.iterations=30", "workload.sizes=[1B,3B,4KiB,100KiB]"});
+  if (!lat) variants.push_back({"workload.iterations=30", "workload.qps=3", "workload.bidirectional=true", "workload.post_list=4"});
+  if (!lat && !atomic) variants.push_back({"workload.iterations=30", "fabric.nodes=4", "workload.size=64B"});
+  if (c.workload == "write_bw" || c.workload == "send_bw" || c.workload == "write_lat" || c.workload == "send_lat")
+    variants.push_back({"workload.iterations=30", "workload.inline=64B", "workload.sizes=[8B,64B,128B]"});
+  if (atomic) variants.push_back({"workload.iterations=30", "workload.atomic=cmp_swap"});
+  for (const auto& v : variants) {
+    auto sc = scenario(c, v);
+    ASSERT_TRUE(sc.is_ok()) << sc.status().message();
+    RunOutcome out = run_scenario(*sc, **backend);
+    std::string what = c.workload;
+    for (const auto& s : v) what += " " + s;
+    ASSERT_TRUE(out.status.is_ok()) << what << ": " << out.status.to_string();
+    ASSERT_FALSE(out.rows.empty()) << what;
+    for (const auto& r : out.rows) {
+      EXPECT_EQ(r.errors, 0u) << what << " size " << r.bytes;
+      EXPECT_EQ(r.workload, c.workload);
+      EXPECT_EQ(r.backend, c.backend);
+      EXPECT_GT(r.iterations, 0u);
+      if (lat) {
+        ASSERT_TRUE(r.lat.has_value());
+        EXPECT_GT(r.lat->min_us, 0);
+        EXPECT_LE(r.lat->min_us, r.lat->typical_us);
+        EXPECT_LE(r.lat->typical_us, r.lat->max_us);
+        EXPECT_LE(r.lat->p99_us, r.lat->p999_us);
+      } else {
+        EXPECT_GT(r.bw_gbps, 0) << what;
+        EXPECT_GE(r.bw_peak_gbps, r.bw_gbps);
+        EXPECT_GT(r.msg_rate_mpps, 0);
+      }
+    }
+  }
+}
+
+TEST_P(Perftest, DurationModeStopsByTime) {
+  const Case& c = GetParam();
+  if (c.workload == "write_lat" || c.workload == "send_lat") GTEST_SKIP() << "ping-pong tests take iterations, not a duration";
+  auto backend = all_backends().make(c.backend);
+  ASSERT_TRUE(backend.is_ok());
+  auto sc = scenario(c, {"workload.duration=20ms"});
+  ASSERT_TRUE(sc.is_ok()) << sc.status().message();
+  RunOutcome out = run_scenario(*sc, **backend);
+  ASSERT_TRUE(out.status.is_ok()) << out.status.to_string();
+  ASSERT_EQ(out.rows.size(), 1u);
+  EXPECT_EQ(out.rows[0].errors, 0u);
+  EXPECT_GT(out.rows[0].iterations, 1u);
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  for (const auto& b : all_backends().all()) {
+    if (!b.make()->availability().usable) continue;
+    for (const auto& w : builtin_workloads().all())
+      if (w.kind == WorkloadKind::bandwidth || w.kind == WorkloadKind::latency) out.push_back({b.name, w.name});
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllBackends, Perftest, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<Case>& i) { return i.param.backend + "_" + i.param.workload; });
+
+}  // namespace
+}  // namespace rdmalab
+
+namespace rdmalab {
+namespace {
+
+// Fault injection in the reference backend: a corrupted delivery must be counted and fail the run.
+TEST(PayloadChecks, CorruptedDeliveriesAreCountedAndFailTheRun) {
+  auto backend = all_backends().make("loopback");
+  ASSERT_TRUE(backend.is_ok());
+  for (const char* w : {"write_bw", "read_bw", "send_bw", "send_lat", "write_lat", "read_lat"}) {
+    auto sc = parse_scenario("name: t\n", "t.yaml",
+                             {std::string("workload.type=") + w, "workload.iterations=20", "loopback.corrupt_every=3", "workload.size=4KiB"},
+                             full_schema(all_backends()));
+    ASSERT_TRUE(sc.is_ok()) << sc.status().message();
+    RunOutcome out = run_scenario(*sc, **backend);
+    EXPECT_EQ(out.status.code(), Errc::data) << w << ": " << out.status.to_string();
+    ASSERT_FALSE(out.rows.empty()) << w;
+    EXPECT_GT(out.rows[0].errors, 0u) << w;
+  }
+  // With checks off, nothing is counted (and the run says so in its notes).
+  auto sc = parse_scenario("name: t\n", "t.yaml", {"workload.iterations=20", "loopback.corrupt_every=3", "workload.verify=false"},
+                           full_schema(all_backends()));
+  ASSERT_TRUE(sc.is_ok());
+  RunOutcome out = run_scenario(*sc, **backend);
+  ASSERT_TRUE(out.status.is_ok());
+  EXPECT_EQ(out.rows[0].notes.at("verify"), "off");
+}
+
+}  // namespace
+}  // namespace rdmalab
