@@ -1,13 +1,40 @@
 #include "backends.h"
 
 #include "loopback/loopback.h"
+#ifdef RDMALAB_HAVE_SIMGRID
+#include "simgrid/simgrid_backend.h"
+#endif
 
 namespace rdmalab {
+namespace {
+
+// A backend left out of this build: listed, so `rdmalab list` can say why it is not usable.
+class NotBuilt final : public Backend {
+ public:
+  NotBuilt(std::string name, std::string why) : name_(std::move(name)), why_(std::move(why)) {}
+  std::string name() const override { return name_; }
+  std::string description() const override { return "not built"; }
+  Availability availability() const override { return {false, "not built: " + why_}; }
+  Capabilities capabilities() const override { return {}; }
+  Status launch(const LaunchSpec&, const RankMain&) override {
+    return Status(Errc::not_supported, name_ + " was not built: " + why_);
+  }
+
+ private:
+  std::string name_, why_;
+};
+
+}  // namespace
 
 const BackendRegistry& all_backends() {
   static const BackendRegistry reg = [] {
     BackendRegistry r;
     r.add("loopback", [] { return loopback::make_backend(); });
+#ifdef RDMALAB_HAVE_SIMGRID
+    r.add("simgrid", [] { return sim::make_backend(); });
+#else
+    r.add("simgrid", [] { return std::unique_ptr<Backend>(new NotBuilt("simgrid", RDMALAB_SIMGRID_WHY)); });
+#endif
     return r;
   }();
   return reg;

@@ -30,6 +30,49 @@ LatencyStats latency_stats(std::vector<double>& s) {
   return st;
 }
 
+namespace {
+nlohmann::ordered_json row_json(const ResultRow& r);
+}
+
+std::string rows_to_json(const std::vector<ResultRow>& rows) {
+  auto arr = nlohmann::ordered_json::array();
+  for (const auto& r : rows) {
+    auto o = row_json(r);
+    o["_extra"] = r.extra;
+    o["_notes"] = r.notes;
+    arr.push_back(std::move(o));
+  }
+  return arr.dump();
+}
+
+std::vector<ResultRow> rows_from_json(const std::string& text) {
+  std::vector<ResultRow> rows;
+  auto arr = nlohmann::json::parse(text, nullptr, false);
+  if (!arr.is_array()) return rows;
+  for (const auto& o : arr) {
+    ResultRow r;
+    r.workload = o.value("workload", "");
+    r.backend = o.value("backend", "");
+    r.bytes = o.value("bytes", 0ull);
+    r.iterations = o.value("iterations", 0ull);
+    r.ranks = o.value("ranks", 0);
+    r.time_s = o.value("time_s", 0.0);
+    r.bw_gbps = o.value("bw_gbps", 0.0);
+    r.bw_peak_gbps = o.value("bw_peak_gbps", 0.0);
+    r.msg_rate_mpps = o.value("msg_rate_mpps", 0.0);
+    r.errors = o.value("errors", 0ull);
+    if (o.contains("lat_us")) {
+      const auto& l = o["lat_us"];
+      r.lat = LatencyStats{l.value("min", 0.0), l.value("max", 0.0), l.value("typical", 0.0), l.value("avg", 0.0),
+                           l.value("stdev", 0.0), l.value("p99", 0.0), l.value("p999", 0.0)};
+    }
+    if (o.contains("_extra")) r.extra = o["_extra"].get<std::map<std::string, double>>();
+    if (o.contains("_notes")) r.notes = o["_notes"].get<std::map<std::string, std::string>>();
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
 std::string results_to_json(const RunInfo& info, const std::vector<ResultRow>& rows) {
   nlohmann::ordered_json j;
   j["rdmalab_version"] = info.version;
@@ -41,23 +84,7 @@ std::string results_to_json(const RunInfo& info, const std::vector<ResultRow>& r
   if (!info.error.empty()) j["error"] = info.error;
   auto arr = nlohmann::ordered_json::array();
   for (const auto& r : rows) {
-    nlohmann::ordered_json o;
-    o["workload"] = r.workload;
-    o["backend"] = r.backend;
-    o["bytes"] = r.bytes;
-    o["iterations"] = r.iterations;
-    o["ranks"] = r.ranks;
-    o["time_s"] = r.time_s;
-    o["bw_gbps"] = r.bw_gbps;
-    o["bw_peak_gbps"] = r.bw_peak_gbps;
-    o["bw_avg_mibps"] = r.bw_gbps * 1e9 / 8 / 1048576.0;
-    o["msg_rate_mpps"] = r.msg_rate_mpps;
-    if (r.lat) {
-      o["lat_us"] = {{"min", r.lat->min_us},         {"typical", r.lat->typical_us}, {"avg", r.lat->avg_us},
-                     {"stdev", r.lat->stdev_us},     {"p99", r.lat->p99_us},         {"p999", r.lat->p999_us},
-                     {"max", r.lat->max_us}};
-    }
-    o["errors"] = r.errors;
+    auto o = row_json(r);
     for (const auto& [k, v] : r.extra) o[k] = v;
     for (const auto& [k, v] : r.notes) o[k] = v;
     arr.push_back(std::move(o));
@@ -65,5 +92,27 @@ std::string results_to_json(const RunInfo& info, const std::vector<ResultRow>& r
   j["results"] = std::move(arr);
   return j.dump(2) + "\n";
 }
+
+namespace {
+nlohmann::ordered_json row_json(const ResultRow& r) {
+  nlohmann::ordered_json o;
+  o["workload"] = r.workload;
+  o["backend"] = r.backend;
+  o["bytes"] = r.bytes;
+  o["iterations"] = r.iterations;
+  o["ranks"] = r.ranks;
+  o["time_s"] = r.time_s;
+  o["bw_gbps"] = r.bw_gbps;
+  o["bw_peak_gbps"] = r.bw_peak_gbps;
+  o["bw_avg_mibps"] = r.bw_gbps * 1e9 / 8 / 1048576.0;
+  o["msg_rate_mpps"] = r.msg_rate_mpps;
+  if (r.lat) {
+    o["lat_us"] = {{"min", r.lat->min_us},     {"typical", r.lat->typical_us}, {"avg", r.lat->avg_us}, {"stdev", r.lat->stdev_us},
+                   {"p99", r.lat->p99_us},     {"p999", r.lat->p999_us},       {"max", r.lat->max_us}};
+  }
+  o["errors"] = r.errors;
+  return o;
+}
+}  // namespace
 
 }  // namespace rdmalab

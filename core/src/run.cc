@@ -51,6 +51,8 @@ RunOutcome run_scenario(const Scenario& sc, Backend& backend, MetricsSink* metri
   spec.ranks = scenario_ranks(sc);
   spec.scenario = &sc;
   spec.metrics = metrics;
+  spec.export_state = [&] { return rows_to_json(out.rows); };
+  spec.import_state = [&](const std::string& bytes) { out.rows = rows_from_json(bytes); };
   out.status = backend.launch(spec, [&](RankEnv& env) -> Status {
     std::vector<ResultRow> rows;
     Status st = w->run(env, sc, rows);
@@ -58,13 +60,15 @@ RunOutcome run_scenario(const Scenario& sc, Backend& backend, MetricsSink* metri
       std::lock_guard<std::mutex> lock(mu);
       for (auto& r : rows) {
         r.backend = backend.name();
-        if (metrics) metrics->on_row(r);
         out.rows.push_back(std::move(r));
       }
     }
     return st;
   });
-  for (const auto& r : out.rows) out.errors += r.errors;
+  for (const auto& r : out.rows) {
+    out.errors += r.errors;
+    if (metrics) metrics->on_row(r);
+  }
   if (out.status && out.errors > 0)
     out.status = Status(Errc::data, fmt::format("{} wrong bytes or failed checks in the delivered data", out.errors));
   return out;

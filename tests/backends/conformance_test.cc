@@ -44,6 +44,18 @@ struct Hello {
   RemoteBuffer region;
 };
 
+// Backends may run ranks in a child process (simgrid): expectation failures there are printed by
+// the child, and carried back here through export_state so the test fails here too.
+LaunchSpec spec_for(int ranks) {
+  LaunchSpec spec;
+  spec.ranks = ranks;
+  spec.export_state = [] { return std::string(::testing::Test::HasFailure() ? "failed" : "ok"); };
+  spec.import_state = [](const std::string& s) {
+    if (s == "failed") ADD_FAILURE() << "expectations failed in the ranks' process (see its output above)";
+  };
+  return spec;
+}
+
 class Conformance : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -56,9 +68,7 @@ class Conformance : public ::testing::TestWithParam<std::string> {
   // Runs `body` on two ranks, each with a PD, a CQ, an RC QP connected to the other rank and a
   // registered buffer of opts.bytes. Failures inside `body` are gtest failures.
   void with_pair(const PairOpts& opts, const std::function<void(Side&)>& body) {
-    LaunchSpec spec;
-    spec.ranks = 2;
-    Status st = backend_->launch(spec, [&](RankEnv& env) -> Status {
+    Status st = backend_->launch(spec_for(2), [&](RankEnv& env) -> Status {
       Side s;
       s.env = &env;
       RDMALAB_ASSIGN(s.pd, env.dev.alloc_pd());
@@ -606,9 +616,7 @@ TEST_P(Conformance, DeregisteredRegionIsNoLongerReachable) {
 // Bootstrap and runtime
 
 TEST_P(Conformance, BootstrapAllgatherAndBarrierAcrossRanks) {
-  LaunchSpec spec;
-  spec.ranks = 5;
-  Status st = backend_->launch(spec, [](RankEnv& env) -> Status {
+  Status st = backend_->launch(spec_for(5), [](RankEnv& env) -> Status {
     EXPECT_EQ(env.boot.size(), 5);
     EXPECT_EQ(env.boot.rank(), env.rank);
     for (int round = 0; round < 3; ++round) {
@@ -623,9 +631,7 @@ TEST_P(Conformance, BootstrapAllgatherAndBarrierAcrossRanks) {
 }
 
 TEST_P(Conformance, ARankThatFailsStopsTheOthersWithItsReason) {
-  LaunchSpec spec;
-  spec.ranks = 3;
-  Status st = backend_->launch(spec, [](RankEnv& env) -> Status {
+  Status st = backend_->launch(spec_for(3), [](RankEnv& env) -> Status {
     if (env.rank == 2) return Status(Errc::data, "planted failure");
     return env.boot.barrier();  // must not wait forever for rank 2
   });
@@ -678,7 +684,7 @@ std::vector<std::string> usable_backends() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, Conformance, ::testing::ValuesIn(usable_backends()),
-                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
 
 }  // namespace
 }  // namespace rdmalab

@@ -39,6 +39,12 @@ struct LaunchSpec {
   int ranks = 2;
   const Scenario* scenario = nullptr;  // fabric description and backend options; may be null
   MetricsSink* metrics = nullptr;      // optional
+  // A backend may run the ranks in another process (simgrid runs every launch in a child
+  // process: SimGrid allows one engine per process). What the ranks' code left in memory is then
+  // carried back as bytes: the backend calls export_state there, after every rank returned, and
+  // import_state here with the result. Both optional; in-process backends call neither.
+  std::function<std::string()> export_state;
+  std::function<void(const std::string&)> import_state;
 };
 
 class Backend {

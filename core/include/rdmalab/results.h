@@ -43,6 +43,10 @@ struct RunInfo {
   std::string error;          // message when failed
 };
 
+// Rows to and from a compact JSON array (used to carry rows across processes).
+std::string rows_to_json(const std::vector<ResultRow>& rows);
+std::vector<ResultRow> rows_from_json(const std::string& text);
+
 // Serialises to the documented JSON form.
 std::string results_to_json(const RunInfo& info, const std::vector<ResultRow>& rows);
 

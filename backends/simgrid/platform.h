@@ -1,0 +1,45 @@
+// Building a SimGrid platform from a scenario's fabric: keys, checks and construction.
+// Only backends/simgrid includes SimGrid.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "rdmalab/scenario.h"
+#include "rdmalab/status.h"
+
+namespace simgrid::s4u {
+class Host;
+}
+
+namespace rdmalab::sim {
+
+// NIC and protocol effects of the `calibrated` model; all zero under `alpha_beta`.
+struct NicModel {
+  double message_overhead_s = 0;  // NIC time per message: 1 / message rate
+  double nic_latency_s = 0;       // added once per message (doorbell, DMA, completion)
+  double mtu = 0;                 // bytes of payload per packet; 0 = no segmentation
+  double header_bytes = 0;        // wire bytes added per packet
+  double control_bytes = 0;       // size of a read request / atomic request / ACK on the wire
+};
+
+struct FabricModel {
+  bool alpha_beta = false;
+  NicModel nic;
+  int ranks = 0;
+  std::string topology;
+};
+
+// Declares the fabric keys the SimGrid backend reads.
+void add_fabric_keys(Schema& schema);
+// Checks that the fabric parameters form the named topology. Errors name the key.
+Status check_fabric(const Scenario& sc);
+// Reads the model parameters (no SimGrid calls).
+FabricModel read_model(const Scenario& sc);
+// Builds the platform in the current SimGrid engine; returns one host per rank, in rank order.
+std::vector<simgrid::s4u::Host*> build_platform(const Scenario& sc, const FabricModel& model);
+
+// Bytes on the wire for a payload, with the model's segmentation and headers.
+double wire_bytes(const NicModel& nic, double payload);
+
+}  // namespace rdmalab::sim

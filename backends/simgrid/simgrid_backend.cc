@@ -1,0 +1,1060 @@
+// The SimGrid backend: every rank is an s4u actor on a host of a modelled cluster.
+//
+// How a request becomes simulated time: post_send validates the request and starts its first
+// transfer as a host-to-host communication (Comm::sendto_async) at once, or when the NIC's
+// message-rate gate allows. Each rank also has a NIC actor, a daemon that waits on the rank's
+// transfers in flight (Activity::wait_any) and, when one ends, does what the responder NIC would:
+// checks keys, bounds and access rights, copies the bytes between the ranks' buffers, starts the
+// response of a read or an atomic, and delivers completions in order per QP. A post while the NIC
+// actor waits rings its doorbell: a never-ending Exec in its wait set that the poster cancels.
+//
+// SimGrid allows one engine per process and no reconfiguration, so every launch runs in a
+// forked child process; what the ranks' code leaves behind comes back through a pipe
+// (LaunchSpec::export_state / import_state).
+#include "simgrid/simgrid_backend.h"
+
+#include <fmt/format.h>
+#include <simgrid/Exception.hpp>
+#include <simgrid/s4u.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "rdmalab/scenario.h"
+#include "simgrid/platform.h"
+
+namespace rdmalab::sim {
+namespace {
+
+namespace sg4 = simgrid::s4u;
+
+Capabilities sim_caps() {
+  Capabilities c;
+  c.rdma_read = true;
+  c.rdma_write_imm = true;
+  c.atomics = true;
+  c.models_time = true;
+  c.max_inline = 1024;
+  c.max_sge = 16;
+  c.max_qp_wr = 16384;
+  c.max_cq_entries = 1u << 22;
+  c.max_msg_size = 1u << 31;
+  return c;
+}
+
+struct World;
+class SimQp;
+class SimCq;
+
+struct MrRec {
+  std::uint64_t addr = 0, length = 0;
+  std::uint32_t access = 0;
+  const void* pd = nullptr;
+  int rank = 0;
+};
+
+struct PendingRecv {
+  std::uint64_t wr_id = 0;
+  std::vector<Sge> sges;
+};
+
+// One send request on its way. Phase 0 carries the request (and a write's or send's data) to
+// the responder; phase 1 carries a read's data or an atomic's old value back, or the ACK of a
+// write/send in the calibrated model.
+struct Op {
+  SimQp* qp = nullptr;
+  SendWr wr;
+  std::vector<Sge> sges;
+  std::vector<std::uint8_t> inline_bytes;
+  std::uint64_t len = 0;
+  std::uint64_t seq = 0;
+  int phase = 0;
+  bool needs_phase1 = false;
+  sg4::CommPtr comm;
+  double timer_at = -1;  // start (or restart after RNR) of the current phase at this time
+  bool done = false;
+  WcStatus status = WcStatus::success;
+  int rnr_attempts = 0;
+  std::uint64_t atomic_old = 0;
+  bool dead = false;       // flushed or retired: the NIC must not touch it again
+  bool arrived = false;    // phase 0 reached the responder, which has not handled it yet
+  bool responded = false;  // the responder handled it (RC: strictly in posting order)
+};
+using OpPtr = std::shared_ptr<Op>;
+
+struct Nic {
+  int rank = 0;
+  sg4::Host* host = nullptr;
+  sg4::ExecPtr bell;             // set while the NIC waits
+  bool pending = false;          // work was posted since the NIC last looked
+  std::vector<SimQp*> qps;
+  double next_issue = 0;         // message-rate gate
+  sg4::MutexPtr mem_mu;
+  sg4::ConditionVariablePtr mem_cv;  // a peer's write landed in this rank's memory
+};
+
+struct World {
+  const Scenario* sc = nullptr;
+  FabricModel model;
+  std::vector<sg4::Host*> hosts;
+  std::vector<std::unique_ptr<Nic>> nics;
+  std::unordered_map<std::uint32_t, MrRec> lkeys, rkeys;
+  std::unordered_map<std::uint32_t, SimQp*> qps;
+  std::set<SimCq*> cqs;
+  std::uint32_t next_key = 0x1000;
+  std::uint32_t next_qpn = 0x100;
+  bool aborted = false;
+  std::string abort_reason;
+  bool shutdown = false;  // every rank has returned: NIC actors end
+  // bootstrap
+  sg4::MutexPtr boot_mu;
+  sg4::ConditionVariablePtr boot_cv;
+  int arrived = 0;
+  std::uint64_t generation = 0;
+  bool mismatch = false;
+  std::vector<std::vector<std::byte>> slots;
+  std::vector<std::byte> gathered;
+
+  // Any s4u call can let other actors run, and they may destroy the objects being walked. So
+  // wake-ups are not sent while state is being changed: they are queued here and sent by
+  // flush_wakes() once the caller touches nothing else.
+  std::vector<sg4::ConditionVariablePtr> pending_wakes;
+  void wake_later(const sg4::ConditionVariablePtr& cv) { pending_wakes.push_back(cv); }
+  bool flush_wakes() {
+    if (pending_wakes.empty()) return false;
+    std::vector<sg4::ConditionVariablePtr> wakes;
+    wakes.swap(pending_wakes);
+    for (auto& cv : wakes) cv->notify_all();
+    return true;
+  }
+
+  void abort(const std::string& why);
+  // Tells a NIC that work was posted: cancels its doorbell if it is waiting, else leaves a flag
+  // it checks before it waits.
+  void ring(Nic& nic) {
+    nic.pending = true;
+    if (nic.bell) {
+      sg4::ExecPtr b = nic.bell;
+      nic.bell = nullptr;
+      b->cancel();
+    }
+  }
+  bool local_ok(const Sge& s, const void* pd, bool need_write) const {
+    auto it = lkeys.find(s.lkey);
+    if (it == lkeys.end() || it->second.pd != pd) return false;
+    const MrRec& m = it->second;
+    if (s.addr < m.addr || s.addr + s.length > m.addr + m.length) return false;
+    return !need_write || (m.access & kAccessLocalWrite);
+  }
+  bool remote_ok(std::uint32_t rkey, std::uint64_t addr, std::uint64_t len, const void* pd, std::uint32_t need) const {
+    auto it = rkeys.find(rkey);
+    if (it == rkeys.end() || it->second.pd != pd) return false;
+    const MrRec& m = it->second;
+    if (addr < m.addr || addr + len > m.addr + m.length || addr + len < addr) return false;
+    return (m.access & need) == need;
+  }
+};
+
+class SimCq final : public CompletionQueue {
+ public:
+  SimCq(World& w, std::uint32_t cap) : w_(w), cap_(cap), mu_(sg4::Mutex::create()), cv_(sg4::ConditionVariable::create()) {
+    w_.cqs.insert(this);
+  }
+  ~SimCq() override { w_.cqs.erase(this); }
+  std::uint32_t capacity() const override { return cap_; }
+  Result<std::size_t> poll(std::span<Completion> out) override { return take(out); }
+  Result<std::size_t> wait(std::span<Completion> out, double timeout_s) override {
+    const double deadline = sg4::Engine::get_clock() + timeout_s;
+    std::unique_lock<sg4::Mutex> lock(*mu_);
+    while (q_.empty() && !overflowed_) {
+      if (w_.aborted) return Status(Errc::bootstrap, w_.abort_reason);
+      if (cv_->wait_until(lock, deadline) == std::cv_status::timeout && q_.empty() && !overflowed_)
+        return Status(Errc::timeout, fmt::format("no completion within {}s of simulated time", timeout_s));
+    }
+    return take(out);
+  }
+  bool push(const Completion& wc, SimQp* qp, std::uint64_t seq, bool send_side);
+  const sg4::ConditionVariablePtr& cv() const { return cv_; }
+  std::set<SimQp*> users;
+
+ private:
+  struct Entry {
+    Completion wc;
+    SimQp* qp;
+    std::uint64_t seq;
+    bool send_side;
+  };
+  Result<std::size_t> take(std::span<Completion> out);
+  World& w_;
+  std::uint32_t cap_;
+  std::deque<Entry> q_;
+  bool overflowed_ = false;
+  sg4::MutexPtr mu_;
+  sg4::ConditionVariablePtr cv_;
+};
+
+class SimQp final : public QueuePair {
+ public:
+  SimQp(World& w, const void* pd, int rank, std::uint32_t qpn, SimCq& scq, SimCq& rcq, QpCaps caps)
+      : w_(w), pd_(pd), rank_(rank), qpn_(qpn), scq_(scq), rcq_(rcq), caps_(caps) {
+    w_.qps[qpn_] = this;
+    scq_.users.insert(this);
+    rcq_.users.insert(this);
+    auto& nq = w_.nics[static_cast<std::size_t>(rank_)]->qps;
+    nq.push_back(this);
+  }
+  ~SimQp() override {
+    // Unlink first, then cancel: cancelling is an s4u call, during which the NIC actor runs.
+    w_.qps.erase(qpn_);
+    scq_.users.erase(this);
+    rcq_.users.erase(this);
+    auto& nq = w_.nics[static_cast<std::size_t>(rank_)]->qps;
+    nq.erase(std::remove(nq.begin(), nq.end(), this), nq.end());
+    cancel_inflight();
+  }
+
+  void cancel_inflight() {
+    std::deque<OpPtr> ops;
+    ops.swap(inflight_);
+    for (auto& op : ops) op->dead = true;
+    for (auto& op : ops)
+      if (op->comm && !op->done) op->comm->cancel();
+  }
+
+  std::uint32_t qpn() const override { return qpn_; }
+  QpState state() const override { return state_; }
+  QpEndpoint endpoint() const override {
+    QpEndpoint ep;
+    ep.qpn = qpn_;
+    ep.psn = qpn_ * 7919u & 0xffffff;
+    ep.rank = static_cast<std::uint32_t>(rank_);
+    return ep;
+  }
+  Status to_init() override { return transition(QpState::reset, QpState::init, nullptr); }
+  Status to_rtr(const QpConnectAttr& attr) override {
+    if (attr.rnr_retry > 7 || attr.retry_cnt > 7) return Status(Errc::invalid_argument, "retry_cnt and rnr_retry are 3-bit counters (0..7)");
+    return transition(QpState::init, QpState::rtr, &attr);
+  }
+  Status to_rts() override { return transition(QpState::rtr, QpState::rts, nullptr); }
+  Status to_error() override {
+    enter_error();
+    w_.flush_wakes();
+    return Status::ok();
+  }
+  Status reset() override {
+    rq_.clear();
+    cancel_inflight();
+    state_ = QpState::reset;
+    posted_ = retired_ = 0;
+    return Status::ok();
+  }
+  Status post_send(std::span<const SendWr> wrs, std::size_t* bad_index) override;
+  Status post_recv(std::span<const RecvWr> wrs, std::size_t* bad_index) override;
+
+  void enter_error() {
+    if (state_ == QpState::err) return;
+    state_ = QpState::err;
+    flush_all();
+  }
+  void flush_all() {
+    std::deque<OpPtr> ops;
+    ops.swap(inflight_);
+    for (auto& op : ops) {
+      op->dead = true;
+      complete_send(*op, op->done ? op->status : WcStatus::wr_flush_err, true);
+    }
+    // Transfers still on the wire are left to end on their own: cancelling is an s4u call, and
+    // the caller may be walking state. The NIC ignores them (their requests are dead).
+    while (!rq_.empty()) {
+      Completion wc;
+      wc.wr_id = rq_.front().wr_id;
+      wc.opcode = WcOpcode::recv;
+      wc.status = WcStatus::wr_flush_err;
+      wc.qp_num = qpn_;
+      rcq_.push(wc, this, 0, false);
+      rq_.pop_front();
+    }
+  }
+  void complete_send(const Op& op, WcStatus st, bool force) {
+    if (!op.wr.signaled && st == WcStatus::success && !force) return;
+    Completion wc;
+    wc.wr_id = op.wr.wr_id;
+    wc.status = st;
+    wc.byte_len = static_cast<std::uint32_t>(op.len);
+    wc.qp_num = qpn_;
+    switch (op.wr.opcode) {
+      case SendOpcode::rdma_write:
+      case SendOpcode::rdma_write_with_imm: wc.opcode = WcOpcode::rdma_write; break;
+      case SendOpcode::send:
+      case SendOpcode::send_with_imm: wc.opcode = WcOpcode::send; break;
+      case SendOpcode::rdma_read: wc.opcode = WcOpcode::rdma_read; break;
+      case SendOpcode::atomic_fetch_add: wc.opcode = WcOpcode::fetch_add; break;
+      case SendOpcode::atomic_cmp_swap: wc.opcode = WcOpcode::comp_swap; break;
+    }
+    scq_.push(wc, this, op.seq, true);
+  }
+
+  World& w_;
+  const void* pd_;
+  int rank_;
+  std::uint32_t qpn_;
+  SimCq& scq_;
+  SimCq& rcq_;
+  QpCaps caps_;
+  QpState state_ = QpState::reset;
+  QpConnectAttr conn_;
+  std::deque<OpPtr> inflight_;
+  std::deque<PendingRecv> rq_;
+  std::uint64_t posted_ = 0, retired_ = 0;
+
+ private:
+  Status transition(QpState from, QpState to, const QpConnectAttr* attr) {
+    if (state_ != from)
+      return Status(Errc::invalid_state, fmt::format("QP {:#x}: cannot move from {} to {} (only from {})", qpn_, qp_state_name(state_),
+                                                     qp_state_name(to), qp_state_name(from)));
+    if (attr) conn_ = *attr;
+    state_ = to;
+    return Status::ok();
+  }
+};
+
+bool SimCq::push(const Completion& wc, SimQp* qp, std::uint64_t seq, bool send_side) {
+  if (overflowed_) return false;
+  if (q_.size() >= cap_) {
+    overflowed_ = true;
+    w_.wake_later(cv_);
+    std::vector<SimQp*> us(users.begin(), users.end());
+    for (SimQp* u : us) u->enter_error();
+    return false;
+  }
+  q_.push_back(Entry{wc, qp, seq, send_side});
+  w_.wake_later(cv_);
+  return true;
+}
+
+Result<std::size_t> SimCq::take(std::span<Completion> out) {
+  if (overflowed_)
+    return Status(Errc::cq_overflow, fmt::format("completion queue of {} entries overflowed: completions were lost (size it for every "
+                                                 "outstanding request, or poll more often)", cap_));
+  std::size_t n = 0;
+  while (n < out.size() && !q_.empty()) {
+    Entry& e = q_.front();
+    out[n++] = e.wc;
+    auto it = w_.qps.find(e.wc.qp_num);
+    if (e.send_side && it != w_.qps.end() && it->second == e.qp) e.qp->retired_ = std::max(e.qp->retired_, e.seq + 1);
+    q_.pop_front();
+  }
+  return n;
+}
+
+void World::abort(const std::string& why) {
+  if (aborted) return;
+  aborted = true;
+  abort_reason = why;
+  wake_later(boot_cv);
+  for (SimCq* cq : cqs) wake_later(cq->cv());
+  for (auto& n : nics) wake_later(n->mem_cv);
+  flush_wakes();
+}
+
+// ------------------------------------------------------------------------------------------
+// The NIC: starting phases, and what happens when a phase's transfer ends.
+
+double phase_wire_bytes(const World& w, const Op& op) {
+  const NicModel& nic = w.model.nic;
+  const bool atomic = op.wr.opcode == SendOpcode::atomic_fetch_add || op.wr.opcode == SendOpcode::atomic_cmp_swap;
+  if (op.phase == 0) {
+    if (op.wr.opcode == SendOpcode::rdma_read || atomic) return nic.control_bytes;
+    return wire_bytes(nic, static_cast<double>(op.len));
+  }
+  if (op.wr.opcode == SendOpcode::rdma_read) return wire_bytes(nic, static_cast<double>(op.len));
+  if (atomic) return wire_bytes(nic, 8);
+  return nic.control_bytes;  // ACK
+}
+
+void launch_phase(World& w, Op& op) {
+  SimQp* qp = op.qp;
+  auto pit = w.qps.find(qp->conn_.remote.qpn);
+  int peer_rank = pit == w.qps.end() ? static_cast<int>(qp->conn_.remote.rank) : pit->second->rank_;
+  if (peer_rank < 0 || peer_rank >= static_cast<int>(w.hosts.size())) peer_rank = qp->rank_;
+  sg4::Host* me = w.hosts[static_cast<std::size_t>(qp->rank_)];
+  sg4::Host* peer = w.hosts[static_cast<std::size_t>(peer_rank)];
+  // At least one byte: a zero-byte sendto never completes in SimGrid 3.32 (seen here), and one
+  // byte costs 0.08 ns at 100 Gb/s.
+  auto bytes = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(phase_wire_bytes(w, op)));
+  op.comm = op.phase == 0 ? sg4::Comm::sendto_async(me, peer, bytes) : sg4::Comm::sendto_async(peer, me, bytes);
+}
+
+// Schedules phase 0 of a new request through the NIC's message-rate gate and latency.
+void start_op(World& w, Op& op) {
+  Nic& nic = *w.nics[static_cast<std::size_t>(op.qp->rank_)];
+  const double now = sg4::Engine::get_clock();
+  const double issue = std::max(now, nic.next_issue);
+  nic.next_issue = issue + w.model.nic.message_overhead_s;
+  const double at = issue + w.model.nic.nic_latency_s;
+  if (at > now)
+    op.timer_at = at;
+  else
+    launch_phase(w, op);
+}
+
+void deliver_recv(SimQp* peer, const Completion& wc) { peer->rcq_.push(wc, peer, 0, false); }
+
+// Phase 0 ended: the request is at the responder. Does the responder's part.
+void at_responder(World& w, Op& op) {
+  SimQp* qp = op.qp;
+  auto pit = w.qps.find(qp->conn_.remote.qpn);
+  SimQp* peer = pit == w.qps.end() ? nullptr : pit->second;
+  auto fail = [&](WcStatus st) {
+    op.done = true;
+    op.status = st;
+  };
+  if (!peer || (peer->state_ != QpState::rtr && peer->state_ != QpState::rts)) return fail(WcStatus::retry_exc_err);
+  const bool atomic = op.wr.opcode == SendOpcode::atomic_fetch_add || op.wr.opcode == SendOpcode::atomic_cmp_swap;
+  std::uint32_t need = 0;
+  switch (op.wr.opcode) {
+    case SendOpcode::rdma_write:
+    case SendOpcode::rdma_write_with_imm: need = kAccessRemoteWrite; break;
+    case SendOpcode::rdma_read: need = kAccessRemoteRead; break;
+    case SendOpcode::atomic_fetch_add:
+    case SendOpcode::atomic_cmp_swap: need = kAccessRemoteAtomic; break;
+    default: break;
+  }
+  if (need && op.len > 0 && !w.remote_ok(op.wr.rkey, op.wr.remote_addr, op.len, peer->pd_, need)) return fail(WcStatus::rem_access_err);
+  if (atomic && op.wr.remote_addr % 8 != 0) return fail(WcStatus::rem_inv_req_err);
+  const bool consumes_recv = op.wr.opcode == SendOpcode::send || op.wr.opcode == SendOpcode::send_with_imm ||
+                             op.wr.opcode == SendOpcode::rdma_write_with_imm;
+  if (consumes_recv && peer->rq_.empty()) {
+    if (qp->conn_.rnr_retry != 7 && op.rnr_attempts >= qp->conn_.rnr_retry) return fail(WcStatus::rnr_retry_exc_err);
+    // RNR NAK: the requester waits the responder's timer and sends again.
+    op.rnr_attempts++;
+    op.timer_at = sg4::Engine::get_clock() + peer->conn_.min_rnr_timer_s;
+    op.comm = nullptr;
+    return;
+  }
+  auto gather = [&](std::uint8_t* dst) {
+    if (op.wr.inline_data) {
+      std::memcpy(dst, op.inline_bytes.data(), op.inline_bytes.size());
+      return;
+    }
+    for (const auto& s : op.sges) {
+      std::memcpy(dst, reinterpret_cast<const void*>(s.addr), s.length);
+      dst += s.length;
+    }
+  };
+  Nic& peer_nic = *w.nics[static_cast<std::size_t>(peer->rank_)];
+  switch (op.wr.opcode) {
+    case SendOpcode::rdma_write:
+    case SendOpcode::rdma_write_with_imm:
+      if (op.len) gather(reinterpret_cast<std::uint8_t*>(op.wr.remote_addr));
+      w.wake_later(peer_nic.mem_cv);
+      break;
+    case SendOpcode::atomic_fetch_add:
+    case SendOpcode::atomic_cmp_swap: {
+      auto* target = reinterpret_cast<std::uint64_t*>(op.wr.remote_addr);
+      op.atomic_old = *target;
+      if (op.wr.opcode == SendOpcode::atomic_fetch_add)
+        *target = op.atomic_old + op.wr.compare_add;
+      else if (op.atomic_old == op.wr.compare_add)
+        *target = op.wr.swap;
+      break;
+    }
+    default: break;
+  }
+  if (consumes_recv) {
+    PendingRecv r = std::move(peer->rq_.front());
+    peer->rq_.pop_front();
+    Completion wc;
+    wc.wr_id = r.wr_id;
+    wc.qp_num = peer->qpn_;
+    wc.has_imm = op.wr.opcode != SendOpcode::send;
+    wc.imm = op.wr.imm;
+    wc.byte_len = static_cast<std::uint32_t>(op.len);
+    if (op.wr.opcode == SendOpcode::rdma_write_with_imm) {
+      wc.opcode = WcOpcode::recv_rdma_with_imm;
+    } else {
+      wc.opcode = WcOpcode::recv;
+      std::uint64_t room = 0;
+      bool prot_ok = true;
+      for (const auto& s : r.sges) {
+        room += s.length;
+        prot_ok = prot_ok && w.local_ok(s, peer->pd_, true);
+      }
+      if (!prot_ok || room < op.len) {
+        wc.status = prot_ok ? WcStatus::loc_len_err : WcStatus::loc_prot_err;
+        wc.byte_len = 0;
+        deliver_recv(peer, wc);
+        peer->enter_error();
+        return fail(prot_ok ? WcStatus::rem_inv_req_err : WcStatus::rem_op_err);
+      }
+      std::vector<std::uint8_t> tmp(op.len);
+      gather(tmp.data());
+      const std::uint8_t* src = tmp.data();
+      std::uint64_t left = op.len;
+      for (const auto& s : r.sges) {
+        std::uint64_t n = std::min<std::uint64_t>(left, s.length);
+        std::memcpy(reinterpret_cast<void*>(s.addr), src, n);
+        src += n;
+        left -= n;
+      }
+    }
+    deliver_recv(peer, wc);
+  }
+  if (op.needs_phase1) {
+    op.phase = 1;
+    launch_phase(w, op);
+  } else {
+    op.done = true;
+  }
+}
+
+// Phase 1 ended: the response is back at the requester.
+void at_requester(Op& op) {
+  if (op.wr.opcode == SendOpcode::rdma_read) {
+    // The responder's bytes as they are when the response arrives.
+    const auto* src = reinterpret_cast<const std::uint8_t*>(op.wr.remote_addr);
+    for (const auto& s : op.sges) {
+      std::memcpy(reinterpret_cast<void*>(s.addr), src, s.length);
+      src += s.length;
+    }
+  } else if (op.wr.opcode == SendOpcode::atomic_fetch_add || op.wr.opcode == SendOpcode::atomic_cmp_swap) {
+    std::memcpy(reinterpret_cast<void*>(op.sges[0].addr), &op.atomic_old, 8);
+  }
+  op.done = true;
+}
+
+// A transfer ended. Requests reach the responder in any order when they share a link (they
+// finish together), but an RC responder executes them in posting order: a request waits until
+// every earlier one on its QP was handled.
+void phase_ended(World& w, const OpPtr& op) {
+  op->comm = nullptr;
+  if (op->phase == 1) {
+    at_requester(*op);
+    return;
+  }
+  op->arrived = true;
+  std::vector<OpPtr> snap(op->qp->inflight_.begin(), op->qp->inflight_.end());
+  for (const OpPtr& o : snap) {
+    if (o->dead) return;  // the QP was flushed or destroyed during an s4u call below
+    if (o->responded || o->done) continue;
+    if (!o->arrived) return;
+    o->arrived = false;
+    at_responder(w, *o);
+    if (o->timer_at >= 0 && !o->done) return;  // RNR: later requests wait for its retry
+    o->responded = true;
+    if (o->done && o->status != WcStatus::success) return;
+  }
+}
+
+// Completes finished requests in posting order (RC ordering).
+void retire_heads(World& w, SimQp* qp) {
+  Nic& nic = *w.nics[static_cast<std::size_t>(qp->rank_)];
+  while (!qp->inflight_.empty() && qp->inflight_.front()->done) {
+    auto op = std::move(qp->inflight_.front());
+    qp->inflight_.pop_front();
+    op->dead = true;
+    if (op->wr.opcode == SendOpcode::rdma_read) w.wake_later(nic.mem_cv);
+    if (op->status != WcStatus::success) {
+      qp->complete_send(*op, op->status, true);
+      qp->enter_error();
+      return;
+    }
+    qp->complete_send(*op, WcStatus::success, false);
+  }
+}
+
+constexpr double kIdleSeconds = 1e6;
+
+// The NIC actor. Each turn: retire finished requests, send the wake-ups, fire due timers, then
+// wait for one transfer, a timer or the doorbell. Nothing it walks is kept across an s4u call.
+void nic_loop(World& w, Nic& nic) {
+  std::vector<sg4::ActivityPtr> set;
+  std::vector<OpPtr> owners, due;
+  while (!w.shutdown) {
+    nic.pending = false;
+    std::vector<std::uint32_t> qpns;
+    for (SimQp* qp : nic.qps) qpns.push_back(qp->qpn_);
+    for (std::uint32_t qpn : qpns) {
+      auto it = w.qps.find(qpn);
+      if (it != w.qps.end()) retire_heads(w, it->second);
+    }
+    if (w.flush_wakes()) continue;
+
+    const double now = sg4::Engine::get_clock();
+    double next_timer = -1;
+    set.clear();
+    owners.clear();
+    due.clear();
+    for (SimQp* qp : nic.qps)
+      for (auto& op : qp->inflight_) {
+        if (op->done || op->dead) continue;
+        if (op->timer_at >= 0) {
+          if (op->timer_at <= now)
+            due.push_back(op);
+          else
+            next_timer = next_timer < 0 ? op->timer_at : std::min(next_timer, op->timer_at);
+        } else if (op->comm) {
+          set.push_back(op->comm);
+          owners.push_back(op);
+        }
+      }
+    if (!due.empty()) {
+      for (auto& op : due)
+        if (!op->dead && op->timer_at >= 0) {
+          op->timer_at = -1;
+          launch_phase(w, *op);
+        }
+      continue;
+    }
+    // The doorbell is an Exec that ends only after kIdleSeconds of simulated time: a NIC that
+    // idle is not needed any more (ranks that wait forever are then reported as deadlocked).
+    sg4::ExecPtr bell = sg4::this_actor::exec_init(kIdleSeconds * nic.host->get_speed());
+    bell->start();
+    if (nic.pending) {  // posted while the doorbell was being set up
+      bell->cancel();
+      continue;
+    }
+    nic.bell = bell;
+    set.push_back(bell);
+    ssize_t idx = -1;
+    try {
+      idx = sg4::Activity::wait_any_for(set, next_timer >= 0 ? next_timer - now : -1.0);
+    } catch (const simgrid::CancelException&) {
+      idx = -1;  // the doorbell, or a request cancelled by its QP's destruction
+    }
+    if (nic.bell == bell) {
+      nic.bell = nullptr;
+      if (idx == static_cast<ssize_t>(set.size()) - 1) return;  // idle for kIdleSeconds
+      bell->cancel();
+    }
+    if (idx >= 0 && static_cast<std::size_t>(idx) < owners.size()) {
+      OpPtr op = owners[static_cast<std::size_t>(idx)];
+      if (!op->dead && !op->done && op->comm == set[static_cast<std::size_t>(idx)]) phase_ended(w, op);
+    }
+  }
+}
+
+Status SimQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index) {
+  Nic& nic = *w_.nics[static_cast<std::size_t>(rank_)];
+  bool any = false;
+  for (std::size_t i = 0; i < wrs.size(); ++i) {
+    const SendWr& wr = wrs[i];
+    auto fail = [&](Errc code, std::string msg) {
+      if (any) w_.ring(nic);
+      w_.flush_wakes();
+      if (bad_index) *bad_index = i;
+      return Status(code, fmt::format("QP {:#x}: {}", qpn_, msg));
+    };
+    if (state_ != QpState::rts && state_ != QpState::err)
+      return fail(Errc::invalid_state, fmt::format("post_send needs the QP in RTS (it is in {})", qp_state_name(state_)));
+    if (wr.sg_list.size() > caps_.max_send_sge)
+      return fail(Errc::invalid_argument, fmt::format("{} SGEs, the QP allows {}", wr.sg_list.size(), caps_.max_send_sge));
+    std::uint64_t len = 0;
+    for (const auto& s : wr.sg_list) len += s.length;
+    const bool atomic = wr.opcode == SendOpcode::atomic_fetch_add || wr.opcode == SendOpcode::atomic_cmp_swap;
+    if (atomic && (len != 8 || wr.sg_list.size() != 1)) return fail(Errc::invalid_argument, "an atomic needs one 8-byte SGE");
+    if (wr.inline_data) {
+      if (len > caps_.max_inline) return fail(Errc::invalid_argument, fmt::format("{} bytes inline, the QP allows {}", len, caps_.max_inline));
+      if (wr.opcode == SendOpcode::rdma_read || atomic) return fail(Errc::invalid_argument, "reads and atomics cannot be inline");
+    }
+    if (posted_ - retired_ >= caps_.max_send_wr)
+      return fail(Errc::no_memory, fmt::format("send queue full ({} outstanding): poll completions before posting more", caps_.max_send_wr));
+    auto op = std::make_shared<Op>();
+    op->qp = this;
+    op->wr = wr;
+    op->wr.sg_list = {};
+    op->sges.assign(wr.sg_list.begin(), wr.sg_list.end());
+    op->len = len;
+    op->seq = posted_++;
+    op->needs_phase1 = wr.opcode == SendOpcode::rdma_read || atomic || !w_.model.alpha_beta;
+    if (wr.inline_data) {
+      op->inline_bytes.resize(len);
+      std::size_t off = 0;
+      for (const auto& s : wr.sg_list) {
+        std::memcpy(op->inline_bytes.data() + off, reinterpret_cast<const void*>(s.addr), s.length);
+        off += s.length;
+      }
+    }
+    Op& ref = *op;
+    inflight_.push_back(std::move(op));
+    any = true;
+    if (state_ == QpState::err) {
+      flush_all();
+      continue;
+    }
+    if (!wr.inline_data)
+      for (const auto& s : ref.sges)
+        if (!w_.local_ok(s, pd_, wr.opcode == SendOpcode::rdma_read || atomic)) {
+          ref.done = true;
+          ref.status = WcStatus::loc_prot_err;
+        }
+    if (!ref.done) start_op(w_, ref);
+  }
+  if (any) w_.ring(nic);
+  w_.flush_wakes();
+  return Status::ok();
+}
+
+Status SimQp::post_recv(std::span<const RecvWr> wrs, std::size_t* bad_index) {
+  for (std::size_t i = 0; i < wrs.size(); ++i) {
+    if (state_ == QpState::reset) {
+      if (bad_index) *bad_index = i;
+      return Status(Errc::invalid_state, fmt::format("QP {:#x}: post_recv needs the QP in INIT or later (it is in RESET)", qpn_));
+    }
+    if (wrs[i].sg_list.size() > caps_.max_recv_sge || rq_.size() >= caps_.max_recv_wr) {
+      if (bad_index) *bad_index = i;
+      return Status(rq_.size() >= caps_.max_recv_wr ? Errc::no_memory : Errc::invalid_argument,
+                    fmt::format("QP {:#x}: receive queue full or too many SGEs", qpn_));
+    }
+    PendingRecv r{wrs[i].wr_id, {wrs[i].sg_list.begin(), wrs[i].sg_list.end()}};
+    if (state_ == QpState::err) {
+      Completion wc;
+      wc.wr_id = r.wr_id;
+      wc.opcode = WcOpcode::recv;
+      wc.status = WcStatus::wr_flush_err;
+      wc.qp_num = qpn_;
+      rcq_.push(wc, this, 0, false);
+      continue;
+    }
+    rq_.push_back(std::move(r));
+  }
+  w_.flush_wakes();
+  return Status::ok();
+}
+
+class SimMr final : public MemoryRegion {
+ public:
+  SimMr(World& w, MrRec rec, std::uint32_t lkey, std::uint32_t rkey) : w_(w), rec_(rec), lkey_(lkey), rkey_(rkey) {}
+  ~SimMr() override {
+    w_.lkeys.erase(lkey_);
+    w_.rkeys.erase(rkey_);
+  }
+  std::uint64_t addr() const override { return rec_.addr; }
+  std::uint64_t length() const override { return rec_.length; }
+  std::uint32_t lkey() const override { return lkey_; }
+  std::uint32_t rkey() const override { return rkey_; }
+  std::uint32_t access() const override { return rec_.access; }
+  MemoryKind kind() const override { return MemoryKind::host; }
+
+ private:
+  World& w_;
+  MrRec rec_;
+  std::uint32_t lkey_, rkey_;
+};
+
+class SimPd final : public ProtectionDomain {
+ public:
+  SimPd(World& w, int rank) : w_(w), rank_(rank) {}
+  Result<std::unique_ptr<MemoryRegion>> register_memory(void* addr, std::uint64_t length, std::uint32_t access, MemoryKind kind) override {
+    if (kind != MemoryKind::host)
+      return Status(Errc::not_supported, fmt::format("simgrid registers host memory only so far (asked {})", memory_kind_name(kind)));
+    if (!addr || length == 0) return Status(Errc::invalid_argument, "register_memory: null address or zero length");
+    if ((access & (kAccessRemoteWrite | kAccessRemoteAtomic)) && !(access & kAccessLocalWrite))
+      return Status(Errc::invalid_argument, "remote write and remote atomic access need local write access too (as in verbs)");
+    MrRec rec{reinterpret_cast<std::uint64_t>(addr), length, access, this, rank_};
+    std::uint32_t lkey = w_.next_key++;
+    std::uint32_t rkey = w_.next_key++ | 0x80000000u;
+    w_.lkeys[lkey] = rec;
+    w_.rkeys[rkey] = rec;
+    return std::unique_ptr<MemoryRegion>(new SimMr(w_, rec, lkey, rkey));
+  }
+  Result<std::unique_ptr<QueuePair>> create_qp(CompletionQueue& send_cq, CompletionQueue& recv_cq, const QpCaps& caps) override {
+    auto* scq = dynamic_cast<SimCq*>(&send_cq);
+    auto* rcq = dynamic_cast<SimCq*>(&recv_cq);
+    if (!scq || !rcq) return Status(Errc::invalid_argument, "create_qp: the CQs do not belong to the simgrid backend");
+    Capabilities c = sim_caps();
+    if (caps.max_send_wr == 0 || caps.max_send_wr > c.max_qp_wr || caps.max_recv_wr > c.max_qp_wr)
+      return Status(Errc::invalid_argument, fmt::format("create_qp: queue depths must be 1..{}", c.max_qp_wr));
+    if (caps.max_send_sge > c.max_sge || caps.max_recv_sge > c.max_sge)
+      return Status(Errc::invalid_argument, fmt::format("create_qp: at most {} SGEs", c.max_sge));
+    if (caps.max_inline > c.max_inline) return Status(Errc::invalid_argument, fmt::format("create_qp: at most {} bytes inline", c.max_inline));
+    return std::unique_ptr<QueuePair>(new SimQp(w_, this, rank_, w_.next_qpn++, *scq, *rcq, caps));
+  }
+
+ private:
+  World& w_;
+  int rank_;
+};
+
+class SimDevice final : public Device {
+ public:
+  SimDevice(World& w, int rank) : w_(w), rank_(rank), caps_(sim_caps()) {}
+  std::string name() const override { return fmt::format("sim-nic{}", rank_); }
+  const Capabilities& caps() const override { return caps_; }
+  Result<std::unique_ptr<ProtectionDomain>> alloc_pd() override { return std::unique_ptr<ProtectionDomain>(new SimPd(w_, rank_)); }
+  Result<std::unique_ptr<CompletionQueue>> create_cq(std::uint32_t entries) override {
+    if (entries == 0 || entries > caps_.max_cq_entries)
+      return Status(Errc::invalid_argument, fmt::format("create_cq: entries must be 1..{} (asked {})", caps_.max_cq_entries, entries));
+    return std::unique_ptr<CompletionQueue>(new SimCq(w_, entries));
+  }
+
+ private:
+  World& w_;
+  int rank_;
+  Capabilities caps_;
+};
+
+class SimBootstrap final : public Bootstrap {
+ public:
+  SimBootstrap(World& w, int rank, int size) : w_(w), rank_(rank), size_(size) {}
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  Status barrier() override { return allgather({}).status(); }
+  Result<std::vector<std::byte>> allgather(std::span<const std::byte> mine) override {
+    // Out of band: takes no simulated time.
+    std::unique_lock<sg4::Mutex> lock(*w_.boot_mu);
+    if (w_.aborted) return Status(Errc::bootstrap, w_.abort_reason);
+    std::uint64_t gen = w_.generation;
+    w_.slots[static_cast<std::size_t>(rank_)].assign(mine.begin(), mine.end());
+    if (++w_.arrived == size_) {
+      bool same = true;
+      for (const auto& s : w_.slots) same = same && s.size() == mine.size();
+      w_.mismatch = !same;
+      w_.gathered.clear();
+      if (same)
+        for (const auto& s : w_.slots) w_.gathered.insert(w_.gathered.end(), s.begin(), s.end());
+      w_.arrived = 0;
+      ++w_.generation;
+      w_.boot_cv->notify_all();
+    } else {
+      while (w_.generation == gen && !w_.aborted) w_.boot_cv->wait(lock);
+      if (w_.generation == gen) return Status(Errc::bootstrap, w_.abort_reason);
+    }
+    if (w_.mismatch) return Status(Errc::invalid_argument, "allgather: ranks contributed different lengths");
+    return w_.gathered;
+  }
+
+ private:
+  World& w_;
+  int rank_, size_;
+};
+
+class SimRuntime final : public Runtime {
+ public:
+  SimRuntime(World& w, int rank) : w_(w), rank_(rank) {}
+  double now() override { return sg4::Engine::get_clock(); }
+  void compute(double seconds) override {
+    if (seconds > 0) sg4::this_actor::sleep_for(seconds);
+  }
+  Status wait_for_byte(const volatile std::uint8_t* addr, std::uint8_t value, double timeout_s) override {
+    Nic& nic = *w_.nics[static_cast<std::size_t>(rank_)];
+    const double deadline = sg4::Engine::get_clock() + timeout_s;
+    std::unique_lock<sg4::Mutex> lock(*nic.mem_mu);
+    while (*addr != value) {
+      if (w_.aborted) return Status(Errc::bootstrap, w_.abort_reason);
+      if (nic.mem_cv->wait_until(lock, deadline) == std::cv_status::timeout && *addr != value)
+        return Status(Errc::timeout, fmt::format("byte not written within {}s of simulated time", timeout_s));
+    }
+    return Status::ok();
+  }
+
+ private:
+  World& w_;
+  int rank_;
+};
+
+// ------------------------------------------------------------------------------------------
+// Running a launch in a child process.
+
+struct ChildReport {
+  Status status;
+  std::string state;
+};
+
+bool write_all(int fd, const void* p, std::size_t n) {
+  const auto* c = static_cast<const char*>(p);
+  while (n > 0) {
+    ssize_t k = ::write(fd, c, n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;
+    c += k;
+    n -= static_cast<std::size_t>(k);
+  }
+  return true;
+}
+
+void write_string(int fd, const std::string& s) {
+  std::uint64_t n = s.size();
+  write_all(fd, &n, sizeof n);
+  write_all(fd, s.data(), s.size());
+}
+
+Status simulate(const LaunchSpec& spec, const RankMain& main, const Scenario& sc) {
+  std::vector<std::string> args_s = {"rdmalab", "--log=root.thres:critical", "--cfg=network/model:CM02", "--cfg=network/crosstraffic:0",
+                                     "--cfg=contexts/stack-size:512"};
+  std::vector<char*> args;
+  for (auto& a : args_s) args.push_back(a.data());
+  args.push_back(nullptr);
+  int argc = static_cast<int>(args_s.size());
+  sg4::Engine engine(&argc, args.data());
+
+  World w;
+  w.sc = &sc;
+  w.model = read_model(sc);
+  w.model.ranks = spec.ranks;
+  w.hosts = build_platform(sc, w.model);
+  for (auto* h : w.hosts)
+    if (!h) return Status(Errc::internal, "the platform has fewer hosts than ranks");
+  w.boot_mu = sg4::Mutex::create();
+  w.boot_cv = sg4::ConditionVariable::create();
+  w.slots.resize(static_cast<std::size_t>(spec.ranks));
+  for (int r = 0; r < spec.ranks; ++r) {
+    auto nic = std::make_unique<Nic>();
+    nic->rank = r;
+    nic->host = w.hosts[static_cast<std::size_t>(r)];
+    nic->mem_mu = sg4::Mutex::create();
+    nic->mem_cv = sg4::ConditionVariable::create();
+    w.nics.push_back(std::move(nic));
+  }
+  std::vector<Status> results(static_cast<std::size_t>(spec.ranks), Status(Errc::internal, "did not finish"));
+  std::vector<bool> finished(static_cast<std::size_t>(spec.ranks), false);
+  int done_ranks = 0;
+  for (int r = 0; r < spec.ranks; ++r) {
+    Nic* nic = w.nics[static_cast<std::size_t>(r)].get();
+    sg4::Actor::create(fmt::format("nic-{}", r), nic->host, [&w, nic] { nic_loop(w, *nic); });
+    sg4::Actor::create(fmt::format("rank-{}", r), w.hosts[static_cast<std::size_t>(r)], [&, r] {
+      SimDevice dev(w, r);
+      SimBootstrap boot(w, r, spec.ranks);
+      SimRuntime rt(w, r);
+      RankEnv env{r, spec.ranks, boot, rt, dev, host_memory()};
+      Status st;
+      try {
+        st = main(env);
+      } catch (const simgrid::Exception& e) {
+        st = Status(Errc::internal, fmt::format("SimGrid: {}", e.what()));
+      } catch (const std::exception& e) {
+        st = Status(Errc::internal, fmt::format("uncaught exception: {}", e.what()));
+      }
+      if (!st) w.abort(fmt::format("rank {} stopped: {}", r, st.message()));
+      results[static_cast<std::size_t>(r)] = st;
+      finished[static_cast<std::size_t>(r)] = true;
+      if (++done_ranks == spec.ranks) {
+        // The last rank is done: let the NIC actors end (they are not daemons: SimGrid cannot
+        // kill an actor that waits on an Exec cleanly).
+        w.shutdown = true;
+        for (auto& n : w.nics) w.ring(*n);
+      }
+    });
+  }
+  engine.run();
+  std::vector<int> stuck;
+  for (int r = 0; r < spec.ranks; ++r)
+    if (!finished[static_cast<std::size_t>(r)]) stuck.push_back(r);
+  if (!stuck.empty()) {
+    std::string list;
+    for (std::size_t i = 0; i < stuck.size() && i < 8; ++i) list += (i ? ", " : "") + std::to_string(stuck[i]);
+    return Status(Errc::internal, fmt::format("the simulation deadlocked: {} rank(s) still waiting ({}{}) with nothing left in flight",
+                                              stuck.size(), list, stuck.size() > 8 ? ", …" : ""));
+  }
+  for (int r = 0; r < spec.ranks; ++r) {
+    const Status& st = results[static_cast<std::size_t>(r)];
+    if (!st && st.code() != Errc::bootstrap)
+      return st.message().rfind("rank ", 0) == 0 ? st : st.with_context(fmt::format("rank {}", r));
+  }
+  for (int r = 0; r < spec.ranks; ++r)
+    if (!results[static_cast<std::size_t>(r)]) return results[static_cast<std::size_t>(r)].with_context(fmt::format("rank {}", r));
+  return Status::ok();
+}
+
+class SimgridBackend final : public Backend {
+ public:
+  std::string name() const override { return "simgrid"; }
+  std::string description() const override { return "a SimGrid model of the scenario's cluster network (no hardware needed)"; }
+  Availability availability() const override { return {true, ""}; }
+  Capabilities capabilities() const override { return sim_caps(); }
+  void add_keys(Schema& schema) const override { add_fabric_keys(schema); }
+  Status check(const Scenario& sc) const override { return check_fabric(sc); }
+
+  Status launch(const LaunchSpec& spec, const RankMain& main) override {
+    Scenario defaults;
+    const Scenario* sc = spec.scenario;
+    if (!sc) {
+      // Tests launch without a scenario: a two-level default (star, 100Gbps, 1us, alpha_beta).
+      Schema schema = core_schema();
+      add_fabric_keys(schema);
+      // Only the fabric keys matter here; give the name enumerations something to check against.
+      schema.set_allowed("backend", {"loopback", "simgrid"});
+      schema.set_allowed("workload.type", {"write_bw"});
+      auto parsed = parse_scenario("fabric: { model: alpha_beta }\n", "(default fabric)", {fmt::format("fabric.nodes={}", spec.ranks)}, schema);
+      if (!parsed) return parsed.status();
+      defaults = std::move(parsed).value();
+      sc = &defaults;
+    }
+    if (sc->get_int("fabric.nodes") != spec.ranks)
+      return Status(Errc::invalid_argument, fmt::format("launch of {} ranks on a fabric of {} nodes", spec.ranks, sc->get_int("fabric.nodes")));
+    int fds[2];
+    if (::pipe(fds) != 0) return Status(Errc::io, fmt::format("pipe: {}", std::strerror(errno)));
+    std::fflush(stdout);
+    std::fflush(stderr);
+    pid_t pid = ::fork();
+    if (pid < 0) return Status(Errc::io, fmt::format("fork: {}", std::strerror(errno)));
+    if (pid == 0) {
+      ::close(fds[0]);
+      Status st;
+      try {
+        st = simulate(spec, main, *sc);
+      } catch (const std::exception& e) {
+        st = Status(Errc::internal, fmt::format("simulation failed: {}", e.what()));
+      }
+      std::string state = spec.export_state ? spec.export_state() : std::string();
+      std::int32_t code = static_cast<std::int32_t>(st.code());
+      write_all(fds[1], &code, sizeof code);
+      write_string(fds[1], st.message());
+      write_string(fds[1], state);
+      ::close(fds[1]);
+      std::fflush(stdout);
+      std::fflush(stderr);
+      ::_exit(0);
+    }
+    ::close(fds[1]);
+    std::string bytes;
+    char buf[65536];
+    while (true) {
+      ssize_t k = ::read(fds[0], buf, sizeof buf);
+      if (k < 0 && errno == EINTR) continue;
+      if (k <= 0) break;
+      bytes.append(buf, static_cast<std::size_t>(k));
+    }
+    ::close(fds[0]);
+    int wstatus = 0;
+    while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+    }
+    if (WIFSIGNALED(wstatus))
+      return Status(Errc::internal, fmt::format("the simulation process died of signal {} ({})", WTERMSIG(wstatus), strsignal(WTERMSIG(wstatus))));
+    std::size_t off = 0;
+    auto take = [&](void* p, std::size_t n) {
+      if (off + n > bytes.size()) return false;
+      std::memcpy(p, bytes.data() + off, n);
+      off += n;
+      return true;
+    };
+    auto take_string = [&](std::string& s) {
+      std::uint64_t n = 0;
+      if (!take(&n, sizeof n) || off + n > bytes.size()) return false;
+      s.assign(bytes.data() + off, n);
+      off += n;
+      return true;
+    };
+    std::int32_t code = 0;
+    std::string msg, state;
+    if (!take(&code, sizeof code) || !take_string(msg) || !take_string(state))
+      return Status(Errc::internal, "the simulation process ended without a report (see its output above)");
+    if (spec.import_state) spec.import_state(state);
+    if (code == 0) return Status::ok();
+    return Status(static_cast<Errc>(code), msg);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_backend() { return std::make_unique<SimgridBackend>(); }
+
+}  // namespace rdmalab::sim
