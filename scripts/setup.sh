@@ -8,6 +8,7 @@ packages=(
   g++ cmake ninja-build pkg-config
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libsimgrid-dev
 )
 
 missing=()

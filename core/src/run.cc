@@ -23,6 +23,17 @@ const WorkloadRegistry& builtin_workloads() {
 Schema full_schema(const BackendRegistry& backends) {
   Schema s = core_schema();
   s.set_allowed("backend", backends.names());
+  // The default backend is the SimGrid model when this build has it (no hardware needed), else
+  // loopback.
+  for (const char* preferred : {"simgrid", "loopback"}) {
+    auto b = backends.make(preferred);
+    if (b && (*b)->availability().usable) {
+      KeySpec spec = *s.find("backend");
+      spec.default_value = preferred;
+      s.add(spec);
+      break;
+    }
+  }
   s.set_allowed("workload.type", builtin_workloads().names());
   for (const auto& b : backends.all()) b.make()->add_keys(s);
   return s;

@@ -1,0 +1,217 @@
+// The SimGrid model checked against closed forms on the alpha_beta model: every figure within 1%
+// of its formula. docs/backends/simgrid.md carries the table these tests print.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <mutex>
+
+#include "backends.h"
+#include "rdmalab/run.h"
+
+namespace rdmalab {
+namespace {
+
+constexpr std::uint32_t kAll = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
+constexpr double kBw = 12.5e9;  // 100 Gb/s in bytes/s
+constexpr double kLat = 1e-6;
+
+bool simgrid_usable() {
+  auto b = all_backends().make("simgrid");
+  return b && (*b)->availability().usable;
+}
+
+Scenario scenario(const std::string& yaml, std::vector<std::string> sets = {}) {
+  auto sc = parse_scenario(yaml, "model_test.yaml", sets, full_schema(all_backends()));
+  EXPECT_TRUE(sc.is_ok()) << sc.status().message();
+  return sc.is_ok() ? std::move(sc).value() : Scenario{};
+}
+
+struct Peer {
+  QpEndpoint ep;
+  RemoteBuffer rb;
+};
+
+// Every rank gets one QP to every other rank and a registered buffer of `bytes`. `body` returns
+// the seconds it wants reported (or a negative number); the per-rank values come back here.
+std::vector<double> run_pattern(const Scenario& sc, std::size_t bytes,
+                                const std::function<double(RankEnv&, std::vector<std::unique_ptr<QueuePair>>&, CompletionQueue&,
+                                                           MemoryRegion&, const std::vector<Peer>&)>& body) {
+  auto backend = all_backends().make("simgrid");
+  EXPECT_TRUE(backend.is_ok());
+  const int n = static_cast<int>(sc.get_int("fabric.nodes"));
+  std::vector<double> out(static_cast<std::size_t>(n), -1);
+  LaunchSpec spec;
+  spec.ranks = n;
+  spec.scenario = &sc;
+  spec.export_state = [&] {
+    std::string s(reinterpret_cast<const char*>(out.data()), out.size() * sizeof(double));
+    return s;
+  };
+  spec.import_state = [&](const std::string& s) {
+    if (s.size() == out.size() * sizeof(double)) std::memcpy(out.data(), s.data(), s.size());
+  };
+  Status st = (*backend)->launch(spec, [&](RankEnv& env) -> Status {
+    RDMALAB_ASSIGN(auto pd, env.dev.alloc_pd());
+    RDMALAB_ASSIGN(auto cq, env.dev.create_cq(4096));
+    RDMALAB_ASSIGN(auto buf, env.mem.allocate(bytes));
+    RDMALAB_ASSIGN(auto mr, pd->register_memory(buf.data(), bytes, kAll));
+    std::vector<std::unique_ptr<QueuePair>> qps;
+    // One QP per peer; endpoints exchanged as a flat table [rank][peer].
+    std::vector<QpEndpoint> mine(static_cast<std::size_t>(n));
+    for (int p = 0; p < n; ++p) {
+      RDMALAB_ASSIGN(auto qp, pd->create_qp(*cq, *cq, QpCaps{}));
+      RDMALAB_TRY(qp->to_init());
+      mine[static_cast<std::size_t>(p)] = qp->endpoint();
+      qps.push_back(std::move(qp));
+    }
+    RDMALAB_ASSIGN(auto table, env.boot.allgather(std::as_bytes(std::span<const QpEndpoint>(mine))));
+    RDMALAB_ASSIGN(auto regions, allgather_value(env.boot, mr->remote()));
+    std::vector<Peer> peers(static_cast<std::size_t>(n));
+    for (int p = 0; p < n; ++p) {
+      QpEndpoint ep;
+      std::memcpy(&ep, table.data() + (static_cast<std::size_t>(p) * n + static_cast<std::size_t>(env.rank)) * sizeof(QpEndpoint), sizeof ep);
+      peers[static_cast<std::size_t>(p)] = Peer{ep, regions[static_cast<std::size_t>(p)]};
+      QpConnectAttr attr;
+      attr.remote = ep;
+      RDMALAB_TRY(qps[static_cast<std::size_t>(p)]->to_rtr(attr));
+      RDMALAB_TRY(qps[static_cast<std::size_t>(p)]->to_rts());
+    }
+    RDMALAB_TRY(env.boot.barrier());
+    out[static_cast<std::size_t>(env.rank)] = body(env, qps, *cq, *mr, peers);
+    return env.boot.barrier();
+  });
+  EXPECT_TRUE(st.is_ok()) << st.to_string();
+  return out;
+}
+
+// Posts one write of `size` to `peer` and returns the simulated seconds until its completion.
+double timed_write(RankEnv& env, QueuePair& qp, CompletionQueue& cq, MemoryRegion& mr, const RemoteBuffer& rb, std::size_t size) {
+  const double t0 = env.rt.now();
+  Sge sge{mr.addr(), static_cast<std::uint32_t>(size), mr.lkey()};
+  SendWr wr;
+  wr.opcode = SendOpcode::rdma_write;
+  wr.sg_list = {&sge, 1};
+  wr.remote_addr = rb.addr;
+  wr.rkey = rb.rkey;
+  if (!qp.post_send(std::span<const SendWr>(&wr, 1))) return -2;
+  std::array<Completion, 1> wc{};
+  auto n = cq.wait(wc, 10.0);
+  if (!n || wc[0].status != WcStatus::success) return -3;
+  return env.rt.now() - t0;
+}
+
+void expect_within_1pct(double measured, double formula, const std::string& what) {
+  std::printf("  %-58s measured %12.4f us   formula %12.4f us   ratio %.5f\n", what.c_str(), measured * 1e6, formula * 1e6,
+              measured / formula);
+  EXPECT_NEAR(measured / formula, 1.0, 0.01) << what << ": measured " << measured << " s, formula " << formula << " s";
+}
+
+class SimgridModel : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!simgrid_usable()) GTEST_SKIP() << "the simgrid backend is not built (libsimgrid-dev missing at configure time)";
+  }
+};
+
+const char* kStar = "backend: simgrid\nfabric: { topology: star, model: alpha_beta, link: { bandwidth: 100Gbps, latency: 1us } }\n";
+
+TEST_F(SimgridModel, WriteLatencyIsRouteLatencyPlusSizeOverBandwidth) {
+  for (std::size_t size : {std::size_t{8}, std::size_t{65536}, std::size_t{1} << 20, std::size_t{16} << 20}) {
+    Scenario sc = scenario(kStar, {"fabric.nodes=2"});
+    auto t = run_pattern(sc, size, [&](RankEnv& env, auto& qps, CompletionQueue& cq, MemoryRegion& mr, const auto& peers) {
+      if (env.rank != 0) return -1.0;
+      return timed_write(env, *qps[1], cq, mr, peers[1].rb, size);
+    });
+    // A star route crosses two links (up to the switch, down to the peer).
+    expect_within_1pct(t[0], 2 * kLat + static_cast<double>(size) / kBw, "write " + std::to_string(size) + " B, star, 2 links");
+  }
+}
+
+TEST_F(SimgridModel, PipelinedWriteBandwidthReachesTheLink) {
+  Scenario sc = scenario(kStar, {"fabric.nodes=2", "workload.type=write_bw", "workload.size=1MiB", "workload.iterations=200"});
+  auto backend = all_backends().make("simgrid");
+  RunOutcome out = run_scenario(sc, **backend);
+  ASSERT_TRUE(out.status.is_ok()) << out.status.to_string();
+  ASSERT_EQ(out.rows.size(), 1u);
+  double formula_gbps = 200.0 * (1 << 20) / (200.0 * (1 << 20) / kBw + 2 * kLat) * 8 / 1e9;
+  std::printf("  write_bw 1MiB x 200: %.3f Gb/s, formula %.3f Gb/s\n", out.rows[0].bw_gbps, formula_gbps);
+  EXPECT_NEAR(out.rows[0].bw_gbps / formula_gbps, 1.0, 0.01);
+  EXPECT_EQ(out.rows[0].errors, 0u);
+}
+
+TEST_F(SimgridModel, IncastSendersShareTheReceiversLink) {
+  constexpr std::size_t kSize = 8 << 20;
+  for (int senders : {2, 4, 7}) {
+    Scenario sc = scenario(kStar, {"fabric.nodes=" + std::to_string(senders + 1)});
+    auto t = run_pattern(sc, kSize, [&](RankEnv& env, auto& qps, CompletionQueue& cq, MemoryRegion& mr, const auto& peers) {
+      if (env.rank == 0) return -1.0;
+      return timed_write(env, *qps[0], cq, mr, peers[0].rb, kSize);
+    });
+    for (int r = 1; r <= senders; ++r)
+      expect_within_1pct(t[static_cast<std::size_t>(r)], 2 * kLat + senders * static_cast<double>(kSize) / kBw,
+                         std::to_string(senders) + " senders into one, 8 MiB each, rank " + std::to_string(r));
+  }
+}
+
+// A two-level fat tree: 4 leaves of 4 nodes, each leaf with 2 uplinks: 2:1 oversubscribed.
+const char* kFatTree =
+    "backend: simgrid\n"
+    "fabric:\n"
+    "  topology: fat_tree\n"
+    "  nodes: 16\n"
+    "  model: alpha_beta\n"
+    "  link: { bandwidth: 100Gbps, latency: 1us }\n"
+    "  fat_tree: { levels: 2, down: [4, 4], up: [1, 2], parallel: [1, 1] }\n";
+
+TEST_F(SimgridModel, FlowsAcrossATwoToOneSpineGetHalfTheBandwidth) {
+  constexpr std::size_t kSize = 8 << 20;
+  Scenario sc = scenario(kFatTree);
+  // Under one leaf: 0→1, 1→2, 2→3, 3→0 (every node sends one flow and receives one).
+  auto local = run_pattern(sc, kSize, [&](RankEnv& env, auto& qps, CompletionQueue& cq, MemoryRegion& mr, const auto& peers) {
+    if (env.rank >= 4) return -1.0;
+    int to = (env.rank + 1) % 4;
+    return timed_write(env, *qps[static_cast<std::size_t>(to)], cq, mr, peers[static_cast<std::size_t>(to)].rb, kSize);
+  });
+  // Across the spine: the 4 nodes of leaf 0 to the 4 nodes of leaf 1, through 2 uplinks.
+  auto across = run_pattern(sc, kSize, [&](RankEnv& env, auto& qps, CompletionQueue& cq, MemoryRegion& mr, const auto& peers) {
+    if (env.rank >= 4) return -1.0;
+    int to = env.rank + 4;
+    return timed_write(env, *qps[static_cast<std::size_t>(to)], cq, mr, peers[static_cast<std::size_t>(to)].rb, kSize);
+  });
+  for (int r = 0; r < 4; ++r) {
+    expect_within_1pct(local[static_cast<std::size_t>(r)], 2 * kLat + kSize / kBw, "fat tree, under one leaf, rank " + std::to_string(r));
+    expect_within_1pct(across[static_cast<std::size_t>(r)], 4 * kLat + kSize / (kBw / 2),
+                       "fat tree 2:1, across the spine, rank " + std::to_string(r));
+  }
+}
+
+TEST_F(SimgridModel, SameScenarioAndSeedGiveIdenticalResults) {
+  Scenario sc = scenario(kStar, {"fabric.nodes=4", "fabric.model=calibrated", "workload.type=send_bw", "workload.sizes=[1KiB,1MiB]",
+                                 "workload.iterations=100"});
+  auto backend = all_backends().make("simgrid");
+  RunOutcome a = run_scenario(sc, **backend);
+  RunOutcome b = run_scenario(sc, **backend);
+  ASSERT_TRUE(a.status.is_ok() && b.status.is_ok());
+  EXPECT_EQ(rows_to_json(a.rows), rows_to_json(b.rows));
+}
+
+TEST_F(SimgridModel, BadTopologyParametersAreRefusedWithTheKey) {
+  auto backend = all_backends().make("simgrid");
+  auto check = [&](std::vector<std::string> sets) {
+    Scenario sc = scenario(kFatTree, std::move(sets));
+    return check_run(sc, **backend).message();
+  };
+  EXPECT_NE(check({"fabric.nodes=32"}).find("fabric.fat_tree.down: 4 × 4 = 16 nodes, but fabric.nodes is 32"), std::string::npos)
+      << check({"fabric.nodes=32"});
+  EXPECT_NE(check({"fabric.fat_tree.up=[1]"}).find("fabric.fat_tree.up: has 1 entries; fabric.fat_tree.levels is 2"), std::string::npos);
+  EXPECT_NE(check({"fabric.topology=torus"}).find("fabric.torus.dims"), std::string::npos);
+  EXPECT_NE(check({"fabric.topology=torus", "fabric.torus.dims=[2,2,2]"}).find("2 × 2 × 2 = 8 nodes, but fabric.nodes is 16"),
+            std::string::npos);
+  EXPECT_NE(check({"fabric.topology=dragonfly", "fabric.dragonfly.groups=[2]"}).find("[count, links]"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace rdmalab
