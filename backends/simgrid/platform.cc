@@ -126,6 +126,11 @@ std::vector<sg4::Host*> build_platform(const Scenario& sc, const FabricModel& mo
     return std::make_pair(h->get_netpoint(), static_cast<simgrid::kernel::routing::NetPoint*>(nullptr));
   };
   const auto policy = sg4::Link::SharingPolicy::SPLITDUPLEX;
+  // A node's path to itself (its NIC's doorbell, rank-local transfers): no latency, no limit.
+  auto loopback_cb = [](sg4::NetZone* zone, const std::vector<unsigned long>&, unsigned long id) -> sg4::Link* {
+    return zone->create_link(fmt::format("loopback-{}", id), 1e15)->set_latency(0)->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)->seal();
+  };
+  const sg4::ClusterCallbacks callbacks(netpoint_cb, loopback_cb, {});
 
   if (model.topology == "star") {
     auto* zone = sg4::create_star_zone("fabric");
@@ -157,20 +162,20 @@ std::vector<sg4::Host*> build_platform(const Scenario& sc, const FabricModel& mo
     auto levels = static_cast<unsigned int>(sc.get_int("fabric.fat_tree.levels"));
     std::vector<unsigned int> par = sc.has("fabric.fat_tree.parallel") ? to_u(sc.get_ints("fabric.fat_tree.parallel"))
                                                                        : std::vector<unsigned int>(levels, 1);
-    auto* zone = sg4::create_fatTree_zone("fabric", nullptr, sg4::FatTreeParams(levels, down, up, par), sg4::ClusterCallbacks(netpoint_cb),
+    auto* zone = sg4::create_fatTree_zone("fabric", nullptr, sg4::FatTreeParams(levels, down, up, par), callbacks,
                                           bw, lat, policy);
     zone->seal();
   } else if (model.topology == "torus") {
     std::vector<unsigned long> dims;
     for (auto d : sc.get_ints("fabric.torus.dims")) dims.push_back(static_cast<unsigned long>(d));
-    auto* zone = sg4::create_torus_zone("fabric", nullptr, dims, sg4::ClusterCallbacks(netpoint_cb), bw, lat, policy);
+    auto* zone = sg4::create_torus_zone("fabric", nullptr, dims, callbacks, bw, lat, policy);
     zone->seal();
   } else if (model.topology == "dragonfly") {
     auto g = sc.get_ints("fabric.dragonfly.groups"), c = sc.get_ints("fabric.dragonfly.chassis"), r = sc.get_ints("fabric.dragonfly.routers");
     auto pr = [](const std::vector<std::int64_t>& v) { return std::make_pair(static_cast<unsigned>(v[0]), static_cast<unsigned>(v[1])); };
     auto* zone = sg4::create_dragonfly_zone(
         "fabric", nullptr, sg4::DragonflyParams(pr(g), pr(c), pr(r), static_cast<unsigned>(sc.get_int("fabric.dragonfly.blades"))),
-        sg4::ClusterCallbacks(netpoint_cb), bw, lat, policy);
+        callbacks, bw, lat, policy);
     zone->seal();
   }
   return hosts;

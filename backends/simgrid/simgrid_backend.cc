@@ -47,7 +47,16 @@ Capabilities sim_caps() {
   c.max_qp_wr = 16384;
   c.max_cq_entries = 1u << 22;
   c.max_msg_size = 1u << 31;
+  c.memory_kinds.add(MemoryKind::phantom);
   return c;
+}
+
+// Phantom buffers (MemoryKind::phantom) live above the canonical x86-64 user range: bytes to or
+// from them are not copied.
+bool phantom(std::uint64_t addr) { return addr >= (1ull << 60); }
+
+void copy_bytes(std::uint64_t dst, std::uint64_t src, std::uint64_t n) {
+  if (n && !phantom(dst) && !phantom(src)) std::memcpy(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n);
 }
 
 struct World;
@@ -93,8 +102,8 @@ using OpPtr = std::shared_ptr<Op>;
 struct Nic {
   int rank = 0;
   sg4::Host* host = nullptr;
-  sg4::ExecPtr bell;             // set while the NIC waits
-  bool pending = false;          // work was posted since the NIC last looked
+  sg4::Mailbox* doorbell = nullptr;
+  bool rung = false;             // a doorbell message is on its way
   std::vector<SimQp*> qps;
   double next_issue = 0;         // message-rate gate
   sg4::MutexPtr mem_mu;
@@ -113,7 +122,6 @@ struct World {
   std::uint32_t next_qpn = 0x100;
   bool aborted = false;
   std::string abort_reason;
-  bool shutdown = false;  // every rank has returned: NIC actors end
   // bootstrap
   sg4::MutexPtr boot_mu;
   sg4::ConditionVariablePtr boot_cv;
@@ -137,15 +145,16 @@ struct World {
   }
 
   void abort(const std::string& why);
-  // Tells a NIC that work was posted: cancels its doorbell if it is waiting, else leaves a flag
-  // it checks before it waits.
+  // Tells a NIC that work was posted: a zero-byte message to the NIC's doorbell mailbox, unless
+  // one is already on its way. It crosses the rank's own link and back, which is never longer
+  // than the route of any transfer the rank can start, so the NIC adds the new transfer to what
+  // it waits on before that transfer can end. (An Exec cancelled by the poster was tried first:
+  // every cancellation is a C++ exception, and every waiting Exec an action of the CPU model.)
   void ring(Nic& nic) {
-    nic.pending = true;
-    if (nic.bell) {
-      sg4::ExecPtr b = nic.bell;
-      nic.bell = nullptr;
-      b->cancel();
-    }
+    if (nic.rung) return;
+    nic.rung = true;
+    static int token = 0;
+    nic.doorbell->put_init(&token, 0)->detach();
   }
   bool local_ok(const Sge& s, const void* pd, bool need_write) const {
     auto it = lkeys.find(s.lkey);
@@ -441,12 +450,13 @@ void at_responder(World& w, Op& op) {
     return;
   }
   auto gather = [&](std::uint8_t* dst) {
+    if (phantom(reinterpret_cast<std::uint64_t>(dst))) return;
     if (op.wr.inline_data) {
       std::memcpy(dst, op.inline_bytes.data(), op.inline_bytes.size());
       return;
     }
     for (const auto& s : op.sges) {
-      std::memcpy(dst, reinterpret_cast<const void*>(s.addr), s.length);
+      copy_bytes(reinterpret_cast<std::uint64_t>(dst), s.addr, s.length);
       dst += s.length;
     }
   };
@@ -459,6 +469,7 @@ void at_responder(World& w, Op& op) {
       break;
     case SendOpcode::atomic_fetch_add:
     case SendOpcode::atomic_cmp_swap: {
+      if (phantom(op.wr.remote_addr)) break;
       auto* target = reinterpret_cast<std::uint64_t*>(op.wr.remote_addr);
       op.atomic_old = *target;
       if (op.wr.opcode == SendOpcode::atomic_fetch_add)
@@ -501,7 +512,7 @@ void at_responder(World& w, Op& op) {
       std::uint64_t left = op.len;
       for (const auto& s : r.sges) {
         std::uint64_t n = std::min<std::uint64_t>(left, s.length);
-        std::memcpy(reinterpret_cast<void*>(s.addr), src, n);
+        copy_bytes(s.addr, reinterpret_cast<std::uint64_t>(src), n);
         src += n;
         left -= n;
       }
@@ -520,13 +531,13 @@ void at_responder(World& w, Op& op) {
 void at_requester(Op& op) {
   if (op.wr.opcode == SendOpcode::rdma_read) {
     // The responder's bytes as they are when the response arrives.
-    const auto* src = reinterpret_cast<const std::uint8_t*>(op.wr.remote_addr);
+    std::uint64_t src = op.wr.remote_addr;
     for (const auto& s : op.sges) {
-      std::memcpy(reinterpret_cast<void*>(s.addr), src, s.length);
+      copy_bytes(s.addr, src, s.length);
       src += s.length;
     }
   } else if (op.wr.opcode == SendOpcode::atomic_fetch_add || op.wr.opcode == SendOpcode::atomic_cmp_swap) {
-    std::memcpy(reinterpret_cast<void*>(op.sges[0].addr), &op.atomic_old, 8);
+    copy_bytes(op.sges[0].addr, reinterpret_cast<std::uint64_t>(&op.atomic_old), 8);
   }
   op.done = true;
 }
@@ -571,16 +582,16 @@ void retire_heads(World& w, SimQp* qp) {
   }
 }
 
-constexpr double kIdleSeconds = 1e6;
-
 // The NIC actor. Each turn: retire finished requests, send the wake-ups, fire due timers, then
 // wait for one transfer, a timer or the doorbell. Nothing it walks is kept across an s4u call.
 void nic_loop(World& w, Nic& nic) {
   std::vector<sg4::ActivityPtr> set;
   std::vector<OpPtr> owners, due;
-  while (!w.shutdown) {
-    nic.pending = false;
-    std::vector<std::uint32_t> qpns;
+  std::vector<std::uint32_t> qpns;
+  void* token = nullptr;
+  sg4::CommPtr bell = nic.doorbell->get_async(&token);
+  while (true) {
+    qpns.clear();
     for (SimQp* qp : nic.qps) qpns.push_back(qp->qpn_);
     for (std::uint32_t qpn : qpns) {
       auto it = w.qps.find(qpn);
@@ -614,26 +625,18 @@ void nic_loop(World& w, Nic& nic) {
         }
       continue;
     }
-    // The doorbell is an Exec that ends only after kIdleSeconds of simulated time: a NIC that
-    // idle is not needed any more (ranks that wait forever are then reported as deadlocked).
-    sg4::ExecPtr bell = sg4::this_actor::exec_init(kIdleSeconds * nic.host->get_speed());
-    bell->start();
-    if (nic.pending) {  // posted while the doorbell was being set up
-      bell->cancel();
-      continue;
-    }
-    nic.bell = bell;
     set.push_back(bell);
     ssize_t idx = -1;
     try {
       idx = sg4::Activity::wait_any_for(set, next_timer >= 0 ? next_timer - now : -1.0);
     } catch (const simgrid::CancelException&) {
-      idx = -1;  // the doorbell, or a request cancelled by its QP's destruction
+      continue;  // a request cancelled by its QP's destruction
     }
-    if (nic.bell == bell) {
-      nic.bell = nullptr;
-      if (idx == static_cast<ssize_t>(set.size()) - 1) return;  // idle for kIdleSeconds
-      bell->cancel();
+    if (idx == static_cast<ssize_t>(set.size()) - 1) {
+      // The doorbell: new work. Listen again before anything can ring.
+      nic.rung = false;
+      bell = nic.doorbell->get_async(&token);
+      continue;
     }
     if (idx >= 0 && static_cast<std::size_t>(idx) < owners.size()) {
       OpPtr op = owners[static_cast<std::size_t>(idx)];
@@ -742,7 +745,7 @@ class SimMr final : public MemoryRegion {
   std::uint32_t lkey() const override { return lkey_; }
   std::uint32_t rkey() const override { return rkey_; }
   std::uint32_t access() const override { return rec_.access; }
-  MemoryKind kind() const override { return MemoryKind::host; }
+  MemoryKind kind() const override { return phantom(rec_.addr) ? MemoryKind::phantom : MemoryKind::host; }
 
  private:
   World& w_;
@@ -754,8 +757,8 @@ class SimPd final : public ProtectionDomain {
  public:
   SimPd(World& w, int rank) : w_(w), rank_(rank) {}
   Result<std::unique_ptr<MemoryRegion>> register_memory(void* addr, std::uint64_t length, std::uint32_t access, MemoryKind kind) override {
-    if (kind != MemoryKind::host)
-      return Status(Errc::not_supported, fmt::format("simgrid registers host memory only so far (asked {})", memory_kind_name(kind)));
+    if (kind != MemoryKind::host && kind != MemoryKind::phantom)
+      return Status(Errc::not_supported, fmt::format("simgrid registers host and phantom memory (asked {})", memory_kind_name(kind)));
     if (!addr || length == 0) return Status(Errc::invalid_argument, "register_memory: null address or zero length");
     if ((access & (kAccessRemoteWrite | kAccessRemoteAtomic)) && !(access & kAccessLocalWrite))
       return Status(Errc::invalid_argument, "remote write and remote atomic access need local write access too (as in verbs)");
@@ -910,16 +913,16 @@ Status simulate(const LaunchSpec& spec, const RankMain& main, const Scenario& sc
     auto nic = std::make_unique<Nic>();
     nic->rank = r;
     nic->host = w.hosts[static_cast<std::size_t>(r)];
+    nic->doorbell = sg4::Mailbox::by_name(fmt::format("doorbell-{}", r));
     nic->mem_mu = sg4::Mutex::create();
     nic->mem_cv = sg4::ConditionVariable::create();
     w.nics.push_back(std::move(nic));
   }
   std::vector<Status> results(static_cast<std::size_t>(spec.ranks), Status(Errc::internal, "did not finish"));
   std::vector<bool> finished(static_cast<std::size_t>(spec.ranks), false);
-  int done_ranks = 0;
   for (int r = 0; r < spec.ranks; ++r) {
     Nic* nic = w.nics[static_cast<std::size_t>(r)].get();
-    sg4::Actor::create(fmt::format("nic-{}", r), nic->host, [&w, nic] { nic_loop(w, *nic); });
+    sg4::Actor::create(fmt::format("nic-{}", r), nic->host, [&w, nic] { nic_loop(w, *nic); })->daemonize();
     sg4::Actor::create(fmt::format("rank-{}", r), w.hosts[static_cast<std::size_t>(r)], [&, r] {
       SimDevice dev(w, r);
       SimBootstrap boot(w, r, spec.ranks);
@@ -936,12 +939,6 @@ Status simulate(const LaunchSpec& spec, const RankMain& main, const Scenario& sc
       if (!st) w.abort(fmt::format("rank {} stopped: {}", r, st.message()));
       results[static_cast<std::size_t>(r)] = st;
       finished[static_cast<std::size_t>(r)] = true;
-      if (++done_ranks == spec.ranks) {
-        // The last rank is done: let the NIC actors end (they are not daemons: SimGrid cannot
-        // kill an actor that waits on an Exec cleanly).
-        w.shutdown = true;
-        for (auto& n : w.nics) w.ring(*n);
-      }
     });
   }
   engine.run();

@@ -1,6 +1,7 @@
 #include "rdmalab/memory.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
@@ -11,6 +12,7 @@ const char* memory_kind_name(MemoryKind kind) noexcept {
   switch (kind) {
     case MemoryKind::host: return "host";
     case MemoryKind::cuda: return "cuda";
+    case MemoryKind::phantom: return "phantom";
   }
   return "unknown";
 }
@@ -94,11 +96,53 @@ class HostMemory final : public MemoryProvider {
   }
 };
 
+class PhantomMemory final : public MemoryProvider {
+ public:
+  MemoryKind kind() const override { return MemoryKind::phantom; }
+  Result<Buffer> allocate(std::size_t bytes) override {
+    constexpr std::uint64_t kPage = 4096;
+    // Above the canonical x86-64 user range: no real buffer can overlap these addresses.
+    std::uint64_t size = (std::max<std::uint64_t>(bytes, 1) + kPage - 1) / kPage * kPage;
+    std::uint64_t addr = next_.fetch_add(size + kPage);
+    return Buffer(reinterpret_cast<void*>(addr), bytes, MemoryKind::phantom, [](void*) {});
+  }
+  Status fill(const Buffer&, std::size_t, std::size_t, std::uint64_t) override { return Status::ok(); }
+  Result<std::uint64_t> verify(const Buffer&, std::size_t, std::size_t, std::uint64_t) override {
+    return Status(Errc::not_supported, "phantom memory stores no bytes: nothing to verify");
+  }
+  Status clear(const Buffer&, std::size_t, std::size_t) override { return Status::ok(); }
+  Status read(const Buffer&, std::size_t, void*, std::size_t) override {
+    return Status(Errc::not_supported, "phantom memory stores no bytes: nothing to read");
+  }
+  Status write(const Buffer&, std::size_t, const void*, std::size_t) override { return Status::ok(); }
+
+ private:
+  std::atomic<std::uint64_t> next_{1ull << 60};
+};
+
+MemoryProvider* g_providers[3] = {nullptr, nullptr, nullptr};
+
 }  // namespace
 
 MemoryProvider& host_memory() {
   static HostMemory mem;
   return mem;
 }
+
+MemoryProvider& phantom_memory() {
+  static PhantomMemory mem;
+  return mem;
+}
+
+MemoryProvider* memory_provider(MemoryKind kind) {
+  switch (kind) {
+    case MemoryKind::host: return &host_memory();
+    case MemoryKind::phantom: return &phantom_memory();
+    case MemoryKind::cuda: return g_providers[static_cast<int>(kind)];
+  }
+  return nullptr;
+}
+
+void set_memory_provider(MemoryKind kind, MemoryProvider* provider) { g_providers[static_cast<int>(kind)] = provider; }
 
 }  // namespace rdmalab

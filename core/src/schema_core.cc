@@ -37,7 +37,9 @@ Schema core_schema() {
   add("workload.atomic", T::enumeration, "fetch_add", "atomic operation for atomic_* workloads (perftest -A)", -1e300, 1e300,
       {"fetch_add", "cmp_swap"});
   add("workload.verify", T::boolean, "true", "check every payload byte that arrives");
-  add("workload.memory", T::enumeration, "host", "where buffers live", -1e300, 1e300, {"host", "cuda"});
+  add("workload.memory", T::enumeration, "host",
+      "where buffers live: host, cuda (GPU), or phantom (simulated only: sizes without bytes, for runs too large to hold)",
+      -1e300, 1e300, {"host", "cuda", "phantom"});
   add("workload.timeout", T::time, "30s", "longest wait for one completion before the run fails", 1e-6, 86400);
   s.add_alternatives("workload.size", "workload.sizes");
   s.add_alternatives("workload.iterations", "workload.duration");

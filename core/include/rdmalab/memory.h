@@ -14,7 +14,10 @@
 
 namespace rdmalab {
 
-enum class MemoryKind : std::uint8_t { host = 0, cuda = 1 };
+// host: ordinary memory. cuda: GPU memory (its provider lives outside core). phantom: buffers
+// that exist only in a model: addresses, sizes and keys are real, bytes are not stored, so a
+// simulated 1024-GPU all-reduce of 1 GiB does not need a terabyte. Payload checks are off there.
+enum class MemoryKind : std::uint8_t { host = 0, cuda = 1, phantom = 2 };
 const char* memory_kind_name(MemoryKind kind) noexcept;
 
 struct MemoryKindSet {
@@ -84,5 +87,13 @@ inline std::uint8_t pattern_byte(std::uint64_t seed, std::uint64_t pos) {
 
 // The provider for host memory (always available).
 MemoryProvider& host_memory();
+// The provider for phantom memory: allocate() hands out address ranges that no real pointer
+// can have; fill/clear/write do nothing; verify and read refuse (Errc::not_supported).
+MemoryProvider& phantom_memory();
+// The provider for a kind, or nullptr when none is installed (cuda without a GPU build).
+MemoryProvider* memory_provider(MemoryKind kind);
+// Installs the provider for a kind (the GPU module does this for cuda). Not thread-safe:
+// call before any run.
+void set_memory_provider(MemoryKind kind, MemoryProvider* provider);
 
 }  // namespace rdmalab

@@ -40,9 +40,15 @@ struct Params {
   bool bidir = false;
   bool cmp_swap = false;
   bool verify = true;
+  MemoryKind memory = MemoryKind::host;
   double timeout = 30;
   std::uint64_t seed = 1;
 };
+
+MemoryKind memory_kind_of(const Scenario& sc) {
+  const std::string m = sc.get_string("workload.memory");
+  return m == "cuda" ? MemoryKind::cuda : m == "phantom" ? MemoryKind::phantom : MemoryKind::host;
+}
 
 Params read_params(const Scenario& sc, Op op) {
   Params p;
@@ -67,7 +73,9 @@ Params read_params(const Scenario& sc, Op op) {
   p.post_list = static_cast<std::uint32_t>(sc.get_int("workload.post_list"));
   p.bidir = sc.get_bool("workload.bidirectional");
   p.cmp_swap = sc.get_string("workload.atomic") == "cmp_swap";
-  p.verify = sc.get_bool("workload.verify");
+  p.memory = memory_kind_of(sc);
+  // Phantom buffers hold no bytes: there is nothing to check.
+  p.verify = sc.get_bool("workload.verify") && p.memory != MemoryKind::phantom;
   p.timeout = sc.get_time("workload.timeout");
   p.seed = static_cast<std::uint64_t>(sc.get_int("seed"));
   return p;
@@ -87,6 +95,7 @@ struct Pair {
   RankEnv& env;
   Params p;
   Op op;
+  MemoryProvider* mem = nullptr;  // for p.memory
   bool client = false;
   int peer = 0;
   std::uint64_t max_size = 0;
@@ -102,7 +111,7 @@ struct Pair {
   Exchange remote;
   std::vector<std::uint64_t> recv_outstanding;  // posted receives per QP
 
-  Pair(RankEnv& e, Params params, Op o) : env(e), p(std::move(params)), op(o) {}
+  Pair(RankEnv& e, Params params, Op o) : env(e), p(std::move(params)), op(o), mem(memory_provider(p.memory)) {}
 
   std::uint64_t slot_off(int q, std::uint64_t slot) const { return static_cast<std::uint64_t>(q) * region + slot * size; }
   bool sends() const { return client || p.bidir; }
@@ -156,9 +165,9 @@ Status setup(Pair& c) {
   std::uint64_t bytes = static_cast<std::uint64_t>(c.p.qps) * c.region;
   std::uint64_t max_slots = c.region / *std::min_element(c.p.sizes.begin(), c.p.sizes.end());
 
-  RDMALAB_ASSIGN(c.tx, env.mem.allocate(bytes));
-  RDMALAB_ASSIGN(c.rx, env.mem.allocate(bytes));
-  RDMALAB_ASSIGN(c.atom, env.mem.allocate(static_cast<std::size_t>(c.p.qps) * 8 * (1 + std::min(max_slots, queue_depth(c)))));
+  RDMALAB_ASSIGN(c.tx, c.mem->allocate(bytes));
+  RDMALAB_ASSIGN(c.rx, c.mem->allocate(bytes));
+  RDMALAB_ASSIGN(c.atom, c.mem->allocate(static_cast<std::size_t>(c.p.qps) * 8 * (1 + std::min(max_slots, queue_depth(c)))));
   const std::uint32_t all = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
   RDMALAB_ASSIGN(c.pd, env.dev.alloc_pd());
   RDMALAB_ASSIGN(c.tx_mr, c.pd->register_memory(c.tx.data(), c.tx.size(), all, c.tx.kind()));
@@ -179,7 +188,7 @@ Status begin_size(Pair& c, std::uint64_t size, bool first) {
   c.rx_posted_depth = std::min<std::uint64_t>(c.p.rx_depth, c.slots);
   for (int q = 0; q < c.p.qps; ++q)
     for (std::uint64_t s = 0; s < c.slots; ++s)
-      RDMALAB_TRY(c.env.mem.fill(c.tx, c.slot_off(q, s), size, stream_seed(c.p.seed, c.env.rank, q)));
+      RDMALAB_TRY(c.mem->fill(c.tx, c.slot_off(q, s), size, stream_seed(c.p.seed, c.env.rank, q)));
   return Status::ok();
 }
 
@@ -236,7 +245,7 @@ Status bw_phase(Pair& c, std::uint64_t size, std::uint64_t count, bool timed, Si
         RDMALAB_TRY(post_recv_slot(c, q, c.recv_outstanding[static_cast<std::size_t>(q)] % c.slots));
   // Memory the peer writes into (or this side reads into) starts cleared, so a transfer that
   // did not happen cannot pass for one that did.
-  if (timed && c.p.verify && c.op != Op::atomic) RDMALAB_TRY(env.mem.clear(c.rx, 0, c.rx.size()));
+  if (timed && c.p.verify && c.op != Op::atomic) RDMALAB_TRY(c.mem->clear(c.rx, 0, c.rx.size()));
 
   RDMALAB_TRY(env.boot.barrier());
   const double t0 = env.rt.now();
@@ -319,11 +328,11 @@ Status bw_phase(Pair& c, std::uint64_t size, std::uint64_t count, bool timed, Si
           if (wc.byte_len != size) {
             errors += size;
           } else {
-            RDMALAB_ASSIGN(std::uint64_t wrong, env.mem.verify(c.rx, c.slot_off(static_cast<int>(q), got_slot), size,
+            RDMALAB_ASSIGN(std::uint64_t wrong, c.mem->verify(c.rx, c.slot_off(static_cast<int>(q), got_slot), size,
                                                                stream_seed(c.p.seed, c.peer, static_cast<int>(q))));
             errors += wrong;
           }
-          RDMALAB_TRY(env.mem.clear(c.rx, c.slot_off(static_cast<int>(q), got_slot), size));
+          RDMALAB_TRY(c.mem->clear(c.rx, c.slot_off(static_cast<int>(q), got_slot), size));
         }
         if (wc.has_imm && wc.imm == kLastImm) last_seen[q] = true;
         RDMALAB_TRY(post_recv_slot(c, static_cast<int>(q), got_slot));
@@ -359,21 +368,20 @@ Status bw_phase(Pair& c, std::uint64_t size, std::uint64_t count, bool timed, Si
 
 // After a size: each side checks what landed in its memory, using its peer's per-QP counts.
 Result<std::uint64_t> verify_after(Pair& c, std::uint64_t size, const SideReport& mine, const SideReport& peer) {
-  RankEnv& env = c.env;
   std::uint64_t wrong = 0;
   for (int q = 0; q < c.p.qps; ++q) {
     const auto qi = static_cast<std::size_t>(q);
     if (c.op == Op::write && (c.p.bidir || !c.client)) {
       std::uint64_t n = std::min<std::uint64_t>(peer.sent[qi], c.slots);
       for (std::uint64_t s = 0; s < n && c.p.verify; ++s) {
-        RDMALAB_ASSIGN(std::uint64_t w, env.mem.verify(c.rx, c.slot_off(q, s), size, stream_seed(c.p.seed, c.peer, q)));
+        RDMALAB_ASSIGN(std::uint64_t w, c.mem->verify(c.rx, c.slot_off(q, s), size, stream_seed(c.p.seed, c.peer, q)));
         wrong += w;
       }
     }
     if (c.op == Op::read && c.sends()) {
       std::uint64_t n = std::min<std::uint64_t>(mine.sent[qi], c.slots);
       for (std::uint64_t s = 0; s < n && c.p.verify; ++s) {
-        RDMALAB_ASSIGN(std::uint64_t w, env.mem.verify(c.rx, c.slot_off(q, s), size, stream_seed(c.p.seed, c.peer, q)));
+        RDMALAB_ASSIGN(std::uint64_t w, c.mem->verify(c.rx, c.slot_off(q, s), size, stream_seed(c.p.seed, c.peer, q)));
         wrong += w;
       }
     }
@@ -384,16 +392,16 @@ Result<std::uint64_t> verify_after(Pair& c, std::uint64_t size, const SideReport
         std::uint64_t first = total > c.slots ? total - c.slots : 0;
         for (std::uint64_t i = first; i < total; ++i) {
           std::uint64_t v = 0;
-          RDMALAB_TRY(env.mem.read(c.atom, c.fetch_off(q, i % c.slots), &v, 8));
+          RDMALAB_TRY(c.mem->read(c.atom, c.fetch_off(q, i % c.slots), &v, 8));
           wrong += v != i;
         }
       }
       if (c.p.bidir || !c.client) {
         std::uint64_t v = 0;
-        RDMALAB_TRY(env.mem.read(c.atom, c.counter_off(q), &v, 8));
+        RDMALAB_TRY(c.mem->read(c.atom, c.counter_off(q), &v, 8));
         wrong += v != peer.sent[qi];
         std::uint64_t zero = 0;
-        RDMALAB_TRY(env.mem.write(c.atom, c.counter_off(q), &zero, 8));
+        RDMALAB_TRY(c.mem->write(c.atom, c.counter_off(q), &zero, 8));
       }
     }
   }
@@ -420,7 +428,7 @@ Status run_bw(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows, Op
       RDMALAB_TRY(env.boot.barrier());
       for (int q = 0; q < c.p.qps; ++q) {
         std::uint64_t zero = 0;
-        RDMALAB_TRY(env.mem.write(c.atom, c.counter_off(q), &zero, 8));
+        RDMALAB_TRY(c.mem->write(c.atom, c.counter_off(q), &zero, 8));
       }
     }
     RDMALAB_TRY(bw_phase(c, size, c.p.iterations, true, rep));
@@ -480,7 +488,7 @@ Status run_lat(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows, O
       while (c.recv_outstanding[0] < c.rx_posted_depth) RDMALAB_TRY(post_recv_slot(c, 0, c.recv_outstanding[0] % c.slots));
     // Clear what the peer writes into, so neither stale markers nor stale payload can pass for
     // this size's (begin_size restored the source pattern that write_lat marks).
-    RDMALAB_TRY(env.mem.clear(c.rx, 0, c.rx.size()));
+    RDMALAB_TRY(c.mem->clear(c.rx, 0, c.rx.size()));
     RDMALAB_TRY(env.boot.barrier());
     const double run_t0 = env.rt.now();
 
@@ -498,10 +506,10 @@ Status run_lat(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows, O
         if (wc.byte_len != size) {
           errors += size;
         } else {
-          RDMALAB_ASSIGN(std::uint64_t w, env.mem.verify(c.rx, c.slot_off(0, slot), size, stream_seed(c.p.seed, c.peer, 0)));
+          RDMALAB_ASSIGN(std::uint64_t w, c.mem->verify(c.rx, c.slot_off(0, slot), size, stream_seed(c.p.seed, c.peer, 0)));
           errors += w;
         }
-        RDMALAB_TRY(env.mem.clear(c.rx, c.slot_off(0, slot), size));
+        RDMALAB_TRY(c.mem->clear(c.rx, c.slot_off(0, slot), size));
       }
       ++arrived;
       return post_recv_slot(c, 0, slot);
@@ -517,7 +525,7 @@ Status run_lat(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows, O
     auto send_one = [&](std::uint64_t i) -> Status {
       if (op == Op::write) {
         std::uint8_t m = marker(i);
-        RDMALAB_TRY(env.mem.write(c.tx, size - 1, &m, 1));
+        RDMALAB_TRY(c.mem->write(c.tx, size - 1, &m, 1));
         sge = {c.tx.addr(), static_cast<std::uint32_t>(size), c.tx_mr->lkey()};
         wr.opcode = SendOpcode::rdma_write;
         wr.remote_addr = c.remote.rx.addr;
@@ -567,7 +575,7 @@ Status run_lat(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows, O
       RDMALAB_TRY(progress_until([&] { return outstanding_sends == 0; }, "waiting for send completions"));
       if (op == Op::write && c.p.verify && size > 1) {
         // The payload before the marker byte must be the peer's pattern.
-        RDMALAB_ASSIGN(std::uint64_t w, env.mem.verify(c.rx, 0, size - 1, stream_seed(c.p.seed, c.peer, 0)));
+        RDMALAB_ASSIGN(std::uint64_t w, c.mem->verify(c.rx, 0, size - 1, stream_seed(c.p.seed, c.peer, 0)));
         errors += w;
       }
     } else if (c.client) {
@@ -594,13 +602,13 @@ Status run_lat(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows, O
         if (i >= c.p.warmup) samples.push_back((t1 - t0) * 1e6);
         if (op == Op::read && c.p.verify) {
           // Every read is checked (outside the timed window), then cleared for the next one.
-          RDMALAB_ASSIGN(std::uint64_t w, env.mem.verify(c.rx, 0, size, stream_seed(c.p.seed, c.peer, 0)));
+          RDMALAB_ASSIGN(std::uint64_t w, c.mem->verify(c.rx, 0, size, stream_seed(c.p.seed, c.peer, 0)));
           errors += w;
-          RDMALAB_TRY(env.mem.clear(c.rx, 0, size));
+          RDMALAB_TRY(c.mem->clear(c.rx, 0, size));
         }
         if (op == Op::atomic) {
           std::uint64_t v = 0;
-          RDMALAB_TRY(env.mem.read(c.atom, c.fetch_off(0, 0), &v, 8));
+          RDMALAB_TRY(c.mem->read(c.atom, c.fetch_off(0, 0), &v, 8));
           errors += v != i;
         }
       }
@@ -608,7 +616,7 @@ Status run_lat(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows, O
     RDMALAB_TRY(env.boot.barrier());
     if (op == Op::atomic && !c.client) {
       std::uint64_t zero = 0;
-      RDMALAB_TRY(env.mem.write(c.atom, c.counter_off(0), &zero, 8));
+      RDMALAB_TRY(c.mem->write(c.atom, c.counter_off(0), &zero, 8));
     }
     RDMALAB_ASSIGN(auto wrongs, allgather_value(env.boot, errors));
     if (env.rank != 0) continue;
@@ -668,11 +676,13 @@ Status check_common(const Scenario& sc, const Capabilities& caps, int ranks, Op 
     return sc.error("workload.tx_depth", fmt::format("this backend allows at most {} requests per queue", caps.max_qp_wr));
   if (static_cast<std::uint64_t>(sc.get_int("workload.rx_depth")) > caps.max_qp_wr)
     return sc.error("workload.rx_depth", fmt::format("this backend allows at most {} requests per queue", caps.max_qp_wr));
-  if (sc.get_string("workload.memory") != "host") {
-    MemoryKind k = MemoryKind::cuda;
-    if (!caps.memory_kinds.has(k))
-      return sc.error("workload.memory", fmt::format("this backend cannot register {} memory", sc.get_string("workload.memory")));
-  }
+  const MemoryKind kind = memory_kind_of(sc);
+  if (!caps.memory_kinds.has(kind))
+    return sc.error("workload.memory", fmt::format("this backend cannot register {} memory", memory_kind_name(kind)));
+  if (!memory_provider(kind))
+    return sc.error("workload.memory", fmt::format("this build has no {} memory support", memory_kind_name(kind)));
+  if (kind == MemoryKind::phantom && (op == Op::atomic || (latency && op == Op::write)))
+    return sc.error("workload.memory", fmt::format("{} needs bytes that really change (counters, arrival markers): use host memory", name));
   return Status::ok();
 }
 

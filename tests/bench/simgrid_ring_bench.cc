@@ -1,0 +1,214 @@
+// Scale of the SimGrid backend: a ring exchange of BYTES over P ranks on a two-level fat tree,
+// 2(P-1) steps of BYTES/P chunks (as a ring all-reduce moves data), run twice in the same
+// benchmark: through rdmalab's contract (write with immediate, phantom memory), and as a plain
+// s4u program making the same transfers with no rdmalab in between. Prints wall time, transfers
+// per second, peak memory and the ratio.
+//
+//   build/bench/simgrid_ring_bench [RANKS [BYTES]]        e.g. 1024 1GiB, 8192 1GiB
+#include <fmt/format.h>
+#include <simgrid/s4u.hpp>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+#include "backends.h"
+#include "rdmalab/run.h"
+#include "rdmalab/units.h"
+#include "simgrid/platform.h"
+
+namespace sg4 = simgrid::s4u;
+using namespace rdmalab;
+
+namespace {
+
+// A two-level fat tree for P ranks: leaves of L nodes with L uplinks (1:1), P/L leaves.
+std::string fabric_yaml(int ranks) {
+  int leaf = 1;
+  while (leaf * leaf < ranks) leaf *= 2;
+  int leaves = ranks / leaf;
+  return fmt::format(
+      "backend: simgrid\nfabric:\n  topology: fat_tree\n  nodes: {}\n  model: alpha_beta\n  link: {{ bandwidth: 400Gbps, latency: 1us }}\n"
+      "  fat_tree: {{ levels: 2, down: [{}, {}], up: [1, {}], parallel: [1, 1] }}\n",
+      ranks, leaf, leaves, leaves);
+}
+
+struct Outcome {
+  double simulated_s = 0;
+  std::uint64_t transfers = 0;
+};
+
+Outcome run_rdmalab(const Scenario& sc, int ranks, std::uint64_t chunk) {
+  auto backend = all_backends().make("simgrid");
+  Outcome out;
+  LaunchSpec spec;
+  spec.ranks = ranks;
+  spec.scenario = &sc;
+  spec.export_state = [&] { return std::string(reinterpret_cast<const char*>(&out), sizeof out); };
+  spec.import_state = [&](const std::string& s) {
+    if (s.size() == sizeof out) std::memcpy(&out, s.data(), sizeof out);
+  };
+  struct Hello {
+    QpEndpoint to_next, from_prev;
+    RemoteBuffer rb;
+  };
+  Status st = (*backend)->launch(spec, [&](RankEnv& env) -> Status {
+    MemoryProvider& mem = phantom_memory();
+    RDMALAB_ASSIGN(auto pd, env.dev.alloc_pd());
+    RDMALAB_ASSIGN(auto cq, env.dev.create_cq(64));
+    RDMALAB_ASSIGN(auto buf, mem.allocate(2 * chunk));
+    RDMALAB_ASSIGN(auto mr, pd->register_memory(buf.data(), 2 * chunk, kAccessLocalWrite | kAccessRemoteWrite, MemoryKind::phantom));
+    RDMALAB_ASSIGN(auto to_next, pd->create_qp(*cq, *cq, QpCaps{}));
+    RDMALAB_ASSIGN(auto from_prev, pd->create_qp(*cq, *cq, QpCaps{}));
+    RDMALAB_TRY(to_next->to_init());
+    RDMALAB_TRY(from_prev->to_init());
+    RDMALAB_ASSIGN(auto all, allgather_value(env.boot, Hello{to_next->endpoint(), from_prev->endpoint(), mr->remote()}));
+    const int next = (env.rank + 1) % ranks, prev = (env.rank + ranks - 1) % ranks;
+    QpConnectAttr a;
+    a.remote = all[static_cast<std::size_t>(next)].from_prev;
+    RDMALAB_TRY(to_next->to_rtr(a));
+    RDMALAB_TRY(to_next->to_rts());
+    a.remote = all[static_cast<std::size_t>(prev)].to_next;
+    RDMALAB_TRY(from_prev->to_rtr(a));
+    RDMALAB_TRY(from_prev->to_rts());
+    const RemoteBuffer dst = all[static_cast<std::size_t>(next)].rb;
+    RDMALAB_TRY(env.boot.barrier());
+    Sge sge{mr->addr(), static_cast<std::uint32_t>(chunk), mr->lkey()};
+    Sge rsge{mr->addr() + chunk, 0, mr->lkey()};
+    RecvWr rwr{1, {&rsge, 1}};
+    std::array<Completion, 4> wc{};
+    const int steps = 2 * (ranks - 1);
+    for (int step = 0; step < steps; ++step) {
+      RDMALAB_TRY(from_prev->post_recv(std::span<const RecvWr>(&rwr, 1)));
+      SendWr wr;
+      wr.opcode = SendOpcode::rdma_write_with_imm;
+      wr.sg_list = {&sge, 1};
+      wr.remote_addr = dst.addr + chunk;
+      wr.rkey = dst.rkey;
+      wr.imm = static_cast<std::uint32_t>(step);
+      RDMALAB_TRY(to_next->post_send(std::span<const SendWr>(&wr, 1)));
+      int got = 0;
+      while (got < 2) {
+        RDMALAB_ASSIGN(std::size_t n, cq->wait(wc, 3600.0));
+        for (std::size_t i = 0; i < n; ++i)
+          if (wc[i].status != WcStatus::success) return Status(Errc::transport, wc_status_str(wc[i].status));
+        got += static_cast<int>(n);
+      }
+    }
+    RDMALAB_TRY(env.boot.barrier());
+    if (env.rank == 0) {
+      out.simulated_s = env.rt.now();
+      out.transfers = static_cast<std::uint64_t>(steps) * static_cast<std::uint64_t>(ranks);
+    }
+    return Status::ok();
+  });
+  if (!st) fmt::print(stderr, "rdmalab ring failed: {}\n", st.to_string());
+  return out;
+}
+
+Outcome run_plain_s4u(const Scenario& sc, int ranks, std::uint64_t chunk) {
+  std::vector<std::string> args_s = {"plain", "--log=root.thres:critical", "--cfg=network/model:CM02", "--cfg=network/crosstraffic:0",
+                                     "--cfg=contexts/stack-size:512"};
+  std::vector<char*> args;
+  for (auto& a : args_s) args.push_back(a.data());
+  args.push_back(nullptr);
+  int argc = static_cast<int>(args_s.size());
+  sg4::Engine engine(&argc, args.data());
+  sim::FabricModel model = sim::read_model(sc);
+  auto hosts = sim::build_platform(sc, model);
+  std::vector<sg4::Mailbox*> boxes;
+  for (int r = 0; r < ranks; ++r) boxes.push_back(sg4::Mailbox::by_name(fmt::format("ring-{}", r)));
+  Outcome out;
+  for (int r = 0; r < ranks; ++r) {
+    sg4::Actor::create(fmt::format("rank-{}", r), hosts[static_cast<std::size_t>(r)], [&, r] {
+      static int token = 0;
+      const int steps = 2 * (ranks - 1);
+      sg4::Mailbox* next = boxes[static_cast<std::size_t>((r + 1) % ranks)];
+      for (int step = 0; step < steps; ++step) {
+        sg4::CommPtr s = next->put_async(&token, chunk);
+        boxes[static_cast<std::size_t>(r)]->get<int>();
+        s->wait();
+      }
+      if (r == 0) {
+        out.simulated_s = sg4::Engine::get_clock();
+        out.transfers = static_cast<std::uint64_t>(steps) * static_cast<std::uint64_t>(ranks);
+      }
+    });
+  }
+  engine.run();
+  return out;
+}
+
+struct Measured {
+  Outcome o;
+  double wall_s = 0;
+  double peak_mib = 0;
+};
+
+// Runs `f` in a child process (one SimGrid engine per process), returns its outcome, wall time
+// and peak resident memory.
+template <typename F>
+Measured in_child(F f) {
+  int fds[2];
+  if (pipe(fds) != 0) return {};
+  auto t0 = std::chrono::steady_clock::now();
+  std::fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    Outcome o = f();
+    if (write(fds[1], &o, sizeof o) != static_cast<ssize_t>(sizeof o)) _exit(1);
+    _exit(0);
+  }
+  close(fds[1]);
+  Measured m;
+  if (read(fds[0], &m.o, sizeof m.o) != static_cast<ssize_t>(sizeof m.o)) m.o = {};
+  close(fds[0]);
+  int status = 0;
+  rusage ru{};
+  wait4(pid, &status, 0, &ru);
+  m.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  m.peak_mib = static_cast<double>(ru.ru_maxrss) / 1024.0;
+  return m;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int ranks = argc > 1 ? std::atoi(argv[1]) : 1024;
+  std::uint64_t bytes = 1ull << 30;
+  if (argc > 2) {
+    auto b = units::parse_size(argv[2]);
+    if (!b) {
+      fmt::print(stderr, "simgrid_ring_bench: {}\n", b.status().message());
+      return 2;
+    }
+    bytes = *b;
+  }
+  if (ranks < 2) {
+    fmt::print(stderr, "simgrid_ring_bench: RANKS must be at least 2\n");
+    return 2;
+  }
+  const std::uint64_t chunk = bytes / static_cast<std::uint64_t>(ranks);
+  auto sc = parse_scenario(fabric_yaml(ranks), "ring.yaml", {}, full_schema(all_backends()));
+  if (!sc) {
+    fmt::print(stderr, "simgrid_ring_bench: {}\n", sc.status().message());
+    return 2;
+  }
+  fmt::print("ring exchange of {} over {} ranks: {} steps of {} chunks, {} transfers, two-level fat tree 400Gbps 1us\n",
+             units::format_size(bytes), ranks, 2 * (ranks - 1), units::format_size(chunk),
+             2ull * static_cast<std::uint64_t>(ranks - 1) * static_cast<std::uint64_t>(ranks));
+  Measured plain = in_child([&] { return run_plain_s4u(*sc, ranks, chunk); });
+  Measured ours = in_child([&] { return run_rdmalab(*sc, ranks, chunk); });
+  auto row = [](const char* name, const Measured& m) {
+    fmt::print("  {:<10} simulated {:>10.6f} s   wall {:>8.2f} s   {:>10.0f} transfers/s   peak RSS {:>8.1f} MiB\n", name, m.o.simulated_s,
+               m.wall_s, m.wall_s > 0 ? static_cast<double>(m.o.transfers) / m.wall_s : 0.0, m.peak_mib);
+  };
+  row("plain s4u", plain);
+  row("rdmalab", ours);
+  if (plain.wall_s > 0) fmt::print("  rdmalab / plain s4u wall time: {:.3f}x\n", ours.wall_s / plain.wall_s);
+  return ours.o.transfers > 0 && plain.o.transfers > 0 ? 0 : 1;
+}
