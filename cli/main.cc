@@ -65,6 +65,7 @@ struct RunArgs {
   std::string backend;
   std::vector<std::string> sets;
   std::string json;
+  std::string record;
   bool quiet = false;
 };
 
@@ -95,7 +96,14 @@ int cmd_run(const RunArgs& a) {
     if (sc->is_set("description")) fmt::print("  {}\n", sc->get_string("description"));
     std::fflush(stdout);
   }
-  RunOutcome out = run_scenario(*sc, **backend);
+  if (!a.record.empty() && !(*backend)->can_record()) {
+    fmt::print(stderr, "rdmalab: --record: backend {} cannot record runs yet (simgrid can)\n", backend_name);
+    return kExitUsage;
+  }
+  RunOptions options;
+  options.record_path = a.record;
+  options.progress = !a.quiet && ::isatty(STDERR_FILENO);
+  RunOutcome out = run_scenario(*sc, **backend, options);
   print_table(out.rows);
   if (!a.json.empty()) {
     RunInfo info;
@@ -185,7 +193,8 @@ int main(int argc, char** argv) {
   run->add_option("--backend", run_args.backend, "backend to run on (default: the scenario's backend:)");
   run->add_option("--set", run_args.sets, "override a scenario key, e.g. --set workload.size=1MiB (repeatable)");
   run->add_option("--json", run_args.json, "write results as JSON to this file (docs/results.md)");
-  run->add_flag("--quiet", run_args.quiet, "print only the result table");
+  run->add_option("--record", run_args.record, "write the run's topology and throughput samples to this file (docs/record.md)");
+  run->add_flag("--quiet", run_args.quiet, "print only the result table, no progress");
 
   std::string val_path, val_backend;
   std::vector<std::string> val_sets;

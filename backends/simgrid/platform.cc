@@ -24,6 +24,7 @@ void add_fabric_keys(Schema& s) {
   add("fabric.mtu", T::size, "4KiB", "payload bytes per packet in the calibrated model", 256, 65536);
   add("fabric.nic.message_rate", T::number, "200e6", "messages per second one NIC can issue (calibrated model)", 1e3, 1e10);
   add("fabric.nic.latency", T::time, "300ns", "NIC processing added once per message (calibrated model)", 0, 1e-3);
+  add("record.interval", T::time, "10us", "simulated time between two samples of a --record file", 1e-9, 3600);
   add("fabric.fat_tree.levels", T::integer, "2", "switch levels above the nodes", 1, 8);
   add("fabric.fat_tree.down", T::int_list, "", "children of a switch, per level from the leaves up (SimGrid's fat-tree); their product is the node count", 1, 1e6);
   add("fabric.fat_tree.up", T::int_list, "", "parents of an element, per level from the nodes up; a leaf with 16 down and 8 up is 2:1 oversubscribed", 1, 1e6);

@@ -21,6 +21,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <csignal>
 #include <cstring>
 #include <deque>
@@ -28,6 +30,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "rdmalab/record.h"
 #include "rdmalab/scenario.h"
 #include "simgrid/platform.h"
 
@@ -108,6 +111,7 @@ struct Nic {
   double next_issue = 0;         // message-rate gate
   sg4::MutexPtr mem_mu;
   sg4::ConditionVariablePtr mem_cv;  // a peer's write landed in this rank's memory
+  std::uint64_t tx_bytes = 0;        // payload bytes this rank has sent (for samples)
 };
 
 struct World {
@@ -122,6 +126,7 @@ struct World {
   std::uint32_t next_qpn = 0x100;
   bool aborted = false;
   std::string abort_reason;
+  std::uint64_t transfers = 0;  // phases ended (for the progress line)
   // bootstrap
   sg4::MutexPtr boot_mu;
   sg4::ConditionVariablePtr boot_cv;
@@ -547,10 +552,17 @@ void at_requester(Op& op) {
 // every earlier one on its QP was handled.
 void phase_ended(World& w, const OpPtr& op) {
   op->comm = nullptr;
+  ++w.transfers;
+  const bool read = op->wr.opcode == SendOpcode::rdma_read;
   if (op->phase == 1) {
+    if (read) {
+      auto it = w.qps.find(op->qp->conn_.remote.qpn);
+      if (it != w.qps.end()) w.nics[static_cast<std::size_t>(it->second->rank_)]->tx_bytes += op->len;
+    }
     at_requester(*op);
     return;
   }
+  if (!read) w.nics[static_cast<std::size_t>(op->qp->rank_)]->tx_bytes += op->len;
   op->arrived = true;
   std::vector<OpPtr> snap(op->qp->inflight_.begin(), op->qp->inflight_.end());
   for (const OpPtr& o : snap) {
@@ -890,6 +902,35 @@ void write_string(int fd, const std::string& s) {
   write_all(fd, s.data(), s.size());
 }
 
+// The record's picture of the platform: a node per rank, the switch of a star, and every link
+// (each direction of a split-duplex link is a link of its own). Ends are known for star and
+// full; SimGrid's cluster zones (fat tree, torus, dragonfly) do not expose their switches, so
+// their links are listed without ends.
+Topology describe_topology(const World& w) {
+  Topology t;
+  for (std::size_t r = 0; r < w.hosts.size(); ++r) t.nodes.push_back({w.hosts[r]->get_name(), "host", static_cast<int>(r)});
+  int sw = -1;
+  if (w.model.topology == "star") {
+    sw = static_cast<int>(t.nodes.size());
+    t.nodes.push_back({"switch", "switch", -1});
+  }
+  std::vector<sg4::Link*> links = sg4::Engine::get_instance()->get_all_links();
+  std::sort(links.begin(), links.end(), [](const sg4::Link* a, const sg4::Link* b) { return a->get_name() < b->get_name(); });
+  for (sg4::Link* l : links) {
+    const std::string& name = l->get_name();
+    if (name.rfind("loopback-", 0) == 0 || name.rfind("__", 0) == 0) continue;  // rank-local paths
+    TopoLink tl{name, l->get_bandwidth(), l->get_latency(), {}};
+    const bool up = name.size() > 3 && name.compare(name.size() - 3, 3, "_UP") == 0;
+    int a = -1, b = -1;
+    if (w.model.topology == "star" && std::sscanf(name.c_str(), "link-%d_", &a) == 1)
+      tl.ends = up ? std::vector<int>{a, sw} : std::vector<int>{sw, a};
+    else if (w.model.topology == "full" && std::sscanf(name.c_str(), "link-%d-%d_", &a, &b) == 2)
+      tl.ends = up ? std::vector<int>{a, b} : std::vector<int>{b, a};
+    t.links.push_back(std::move(tl));
+  }
+  return t;
+}
+
 Status simulate(const LaunchSpec& spec, const RankMain& main, const Scenario& sc) {
   std::vector<std::string> args_s = {"rdmalab", "--log=root.thres:critical", "--cfg=network/model:CM02", "--cfg=network/crosstraffic:0",
                                      "--cfg=contexts/stack-size:512"};
@@ -918,6 +959,68 @@ Status simulate(const LaunchSpec& spec, const RankMain& main, const Scenario& sc
     nic->mem_cv = sg4::ConditionVariable::create();
     w.nics.push_back(std::move(nic));
   }
+  RecordWriter rec;
+  if (!spec.record_path.empty()) {
+    RDMALAB_TRY(rec.open(spec.record_path, false));
+    rec.header(sc.file, "simgrid", spec.ranks, spec.record_interval_s);
+    Topology topo = describe_topology(w);
+    rec.topology(topo);
+    sg4::Actor::create("sampler", w.hosts[0], [&w, &rec, topo, interval = spec.record_interval_s] {
+      std::vector<sg4::Link*> links;
+      for (const auto& l : topo.links) links.push_back(sg4::Link::by_name(l.name));
+      std::vector<double> last(w.nics.size(), 0);
+      while (true) {
+        sg4::this_actor::sleep_for(interval);
+        Sample s;
+        s.t = sg4::Engine::get_clock();
+        for (std::size_t i = 0; i < links.size(); ++i) {
+          double used = links[i]->get_usage();
+          if (used > 0) s.link_util.emplace_back(static_cast<int>(i), used / links[i]->get_bandwidth());
+        }
+        // Bytes sent = finished transfers + the part of each transfer on the wire that has
+        // crossed (requests sharing a link all progress at once and finish together).
+        std::vector<std::pair<sg4::CommPtr, double>> wire;  // (transfer, its size on the wire)
+        std::vector<double> ratio;                           // payload bytes per wire byte
+        std::vector<std::size_t> owner;
+        for (std::size_t r = 0; r < w.nics.size(); ++r)
+          for (SimQp* qp : w.nics[r]->qps)
+            for (const auto& op : qp->inflight_)
+              if (op->comm && op->phase == 0 && !op->done && op->len > 0 && op->wr.opcode != SendOpcode::rdma_read) {
+                const double on_wire = std::max(1.0, phase_wire_bytes(w, *op));
+                wire.emplace_back(op->comm, on_wire);
+                ratio.push_back(static_cast<double>(op->len) / on_wire);
+                owner.push_back(r);
+              }
+        std::vector<double> sent(w.nics.size());
+        for (std::size_t r = 0; r < w.nics.size(); ++r) sent[r] = static_cast<double>(w.nics[r]->tx_bytes);
+        for (std::size_t i = 0; i < wire.size(); ++i) {
+          const sg4::CommPtr& c = wire[i].first;
+          if (c->get_state() != sg4::Activity::State::STARTED) continue;
+          const double size = wire[i].second;
+          sent[owner[i]] += std::max(0.0, size - c->get_remaining()) * ratio[i];
+        }
+        for (std::size_t r = 0; r < w.nics.size(); ++r) {
+          s.rank_tx_Bps.push_back((sent[r] - last[r]) / interval);
+          last[r] = sent[r];
+        }
+        rec.sample(s);
+      }
+    })->daemonize();
+  }
+  if (spec.progress) {
+    // One line on stderr, rewritten about once a second of wall time.
+    auto wall0 = std::chrono::steady_clock::now();
+    auto last = wall0;
+    sg4::Engine::on_time_advance_cb([&w, wall0, last](double) mutable {
+      auto now = std::chrono::steady_clock::now();
+      if (now - last < std::chrono::seconds(1)) return;
+      last = now;
+      double wall = std::chrono::duration<double>(now - wall0).count();
+      std::fprintf(stderr, "\r[simgrid] simulated %.6f s, %llu transfers, %.0f transfers/s   ", sg4::Engine::get_clock(),
+                   static_cast<unsigned long long>(w.transfers), static_cast<double>(w.transfers) / wall);
+      std::fflush(stderr);
+    });
+  }
   std::vector<Status> results(static_cast<std::size_t>(spec.ranks), Status(Errc::internal, "did not finish"));
   std::vector<bool> finished(static_cast<std::size_t>(spec.ranks), false);
   for (int r = 0; r < spec.ranks; ++r) {
@@ -942,6 +1045,8 @@ Status simulate(const LaunchSpec& spec, const RankMain& main, const Scenario& sc
     });
   }
   engine.run();
+  if (spec.progress && w.transfers > 0) std::fprintf(stderr, "\n");
+  if (!spec.record_path.empty()) RDMALAB_TRY(rec.close());
   std::vector<int> stuck;
   for (int r = 0; r < spec.ranks; ++r)
     if (!finished[static_cast<std::size_t>(r)]) stuck.push_back(r);
@@ -969,6 +1074,7 @@ class SimgridBackend final : public Backend {
   Capabilities capabilities() const override { return sim_caps(); }
   void add_keys(Schema& schema) const override { add_fabric_keys(schema); }
   Status check(const Scenario& sc) const override { return check_fabric(sc); }
+  bool can_record() const override { return true; }
 
   Status launch(const LaunchSpec& spec, const RankMain& main) override {
     Scenario defaults;

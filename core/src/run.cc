@@ -2,9 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <mutex>
 
 #include "rdmalab/metrics.h"
+#include "rdmalab/record.h"
 #include "rdmalab/workloads/perftest.h"
 
 namespace rdmalab {
@@ -52,16 +56,27 @@ Status check_run(const Scenario& sc, Backend& backend) {
   return Status::ok();
 }
 
-RunOutcome run_scenario(const Scenario& sc, Backend& backend, MetricsSink* metrics) {
+RunOutcome run_scenario(const Scenario& sc, Backend& backend, const RunOptions& options) {
+  MetricsSink* metrics = options.metrics;
   RunOutcome out;
   out.status = check_run(sc, backend);
   if (!out.status) return out;
+  if (!options.record_path.empty() && !backend.can_record()) {
+    out.status = Status(Errc::not_supported, fmt::format("backend {} cannot record runs yet (simgrid can)", backend.name()));
+    return out;
+  }
   const WorkloadInfo* w = builtin_workloads().find(sc.get_string("workload.type"));
   std::mutex mu;
   LaunchSpec spec;
   spec.ranks = scenario_ranks(sc);
   spec.scenario = &sc;
   spec.metrics = metrics;
+  // The backend writes next to the destination; the file takes its name once it is complete, so
+  // an earlier record of the same name is never left half-overwritten.
+  const std::string record_tmp = options.record_path.empty() ? std::string() : options.record_path + ".tmp";
+  spec.record_path = record_tmp;
+  if (sc.has("record.interval")) spec.record_interval_s = sc.get_time("record.interval");
+  spec.progress = options.progress;
   spec.export_state = [&] { return rows_to_json(out.rows); };
   spec.import_state = [&](const std::string& bytes) { out.rows = rows_from_json(bytes); };
   out.status = backend.launch(spec, [&](RankEnv& env) -> Status {
@@ -79,6 +94,19 @@ RunOutcome run_scenario(const Scenario& sc, Backend& backend, MetricsSink* metri
   for (const auto& r : out.rows) {
     out.errors += r.errors;
     if (metrics) metrics->on_row(r);
+  }
+  if (!options.record_path.empty()) {
+    // The backend wrote the header, topology and samples; the rows and the outcome close it.
+    RecordWriter writer;
+    Status rs = writer.open(record_tmp, true);
+    if (rs) {
+      writer.rows(out.rows);
+      writer.end(out.status ? (out.errors ? "failed" : "ok") : "failed");
+      rs = writer.close();
+    }
+    if (rs && std::rename(record_tmp.c_str(), options.record_path.c_str()) != 0)
+      rs = Status(Errc::io, fmt::format("{}: cannot move the record into place ({})", options.record_path, std::strerror(errno)));
+    if (!rs && out.status) out.status = rs;
   }
   if (out.status && out.errors > 0)
     out.status = Status(Errc::data, fmt::format("{} wrong bytes or failed checks in the delivered data", out.errors));

@@ -45,6 +45,12 @@ struct LaunchSpec {
   // import_state here with the result. Both optional; in-process backends call neither.
   std::function<std::string()> export_state;
   std::function<void(const std::string&)> import_state;
+  // When not empty: write the topology and samples of the run to this file (record.h), every
+  // record_interval_s of the backend's time. Backends that cannot record refuse in check().
+  std::string record_path;
+  double record_interval_s = 10e-6;
+  // Show progress on stderr (simulated time reached, rate) during long runs.
+  bool progress = false;
 };
 
 class Backend {
@@ -63,6 +69,8 @@ class Backend {
   // The first failing rank's Status is returned, prefixed with its rank. Blocking.
   // Backends that run one rank per process (verbs) call `main` once.
   virtual Status launch(const LaunchSpec& spec, const RankMain& main) = 0;
+  // Whether launch() can write a record (LaunchSpec::record_path).
+  virtual bool can_record() const { return false; }
   // True when this process hosts all ranks (loopback, simgrid): results of every rank are local.
   virtual bool hosts_all_ranks() const { return true; }
 };

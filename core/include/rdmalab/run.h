@@ -28,8 +28,14 @@ struct RunOutcome {
   std::uint64_t errors = 0;       // total payload/completion errors across rows
 };
 
+struct RunOptions {
+  MetricsSink* metrics = nullptr;
+  std::string record_path;  // --record FILE: topology, samples, then rows (docs/record.md)
+  bool progress = false;    // progress on stderr for long runs
+};
+
 // Runs the workload on the backend. Blocking.
-RunOutcome run_scenario(const Scenario& sc, Backend& backend, MetricsSink* metrics = nullptr);
+RunOutcome run_scenario(const Scenario& sc, Backend& backend, const RunOptions& options = {});
 
 const char* version() noexcept;
 

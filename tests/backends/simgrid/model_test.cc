@@ -9,7 +9,10 @@
 #include <mutex>
 
 #include "backends.h"
+#include "rdmalab/record.h"
 #include "rdmalab/run.h"
+
+#include <fstream>
 
 namespace rdmalab {
 namespace {
@@ -211,6 +214,55 @@ TEST_F(SimgridModel, BadTopologyParametersAreRefusedWithTheKey) {
   EXPECT_NE(check({"fabric.topology=torus", "fabric.torus.dims=[2,2,2]"}).find("2 × 2 × 2 = 8 nodes, but fabric.nodes is 16"),
             std::string::npos);
   EXPECT_NE(check({"fabric.topology=dragonfly", "fabric.dragonfly.groups=[2]"}).find("[count, links]"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace rdmalab
+
+namespace rdmalab {
+namespace {
+
+TEST_F(SimgridModel, RecordHoldsTopologySamplesAndRows) {
+  Scenario sc = scenario(kStar, {"fabric.nodes=2", "workload.size=1MiB", "workload.iterations=50", "record.interval=20us"});
+  auto backend = all_backends().make("simgrid");
+  const std::string path = ::testing::TempDir() + "/rdmalab-record-test.jsonl";
+  RunOptions opt;
+  opt.record_path = path;
+  RunOutcome out = run_scenario(sc, **backend, opt);
+  ASSERT_TRUE(out.status.is_ok()) << out.status.to_string();
+  auto rec = read_record(path);
+  ASSERT_TRUE(rec.is_ok()) << rec.status().message();
+  EXPECT_EQ(rec->backend, "simgrid");
+  EXPECT_EQ(rec->ranks, 2);
+  EXPECT_EQ(rec->status, "ok");
+  ASSERT_EQ(rec->topology.nodes.size(), 3u);  // two hosts and the switch
+  EXPECT_EQ(rec->topology.nodes[2].kind, "switch");
+  ASSERT_EQ(rec->topology.links.size(), 4u);  // each host's link, up and down
+  for (const auto& l : rec->topology.links) {
+    EXPECT_EQ(l.ends.size(), 2u) << l.name;
+    EXPECT_DOUBLE_EQ(l.bandwidth_Bps, 12.5e9);
+  }
+  // 50 MiB at 100 Gb/s is about 4.2 ms: about 210 samples of 20 us.
+  EXPECT_GT(rec->samples.size(), 150u);
+  // Mid-run the sender's uplink and the receiver's downlink are full.
+  const Sample& mid = rec->samples[rec->samples.size() / 2];
+  double max_util = 0;
+  for (auto [i, u] : mid.link_util) max_util = std::max(max_util, u);
+  EXPECT_NEAR(max_util, 1.0, 1e-6);
+  ASSERT_EQ(rec->rows.size(), 1u);
+  EXPECT_EQ(rec->rows[0].workload, "write_bw");
+  double sent = 0;
+  for (const auto& s : rec->samples) sent += s.rank_tx_Bps[0] * rec->interval_s;
+  EXPECT_NEAR(sent / (50.0 * (1 << 20)), 1.0, 0.05) << "the samples add up to what rank 0 sent";
+}
+
+TEST(Record, ReadingABadFileSaysWhereAndWhy) {
+  const std::string path = ::testing::TempDir() + "/rdmalab-bad-record.jsonl";
+  std::ofstream(path) << "{\"type\":\"header\",\"format\":\"rdmalab-record\",\"version\":1}\nnot json\n";
+  auto rec = read_record(path);
+  ASSERT_FALSE(rec.is_ok());
+  EXPECT_NE(rec.status().message().find(":2: not a record line"), std::string::npos) << rec.status().message();
+  EXPECT_EQ(read_record("/nonexistent.jsonl").status().code(), Errc::io);
 }
 
 }  // namespace
