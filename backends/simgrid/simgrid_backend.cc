@@ -190,8 +190,9 @@ class SimCq final : public CompletionQueue {
     std::unique_lock<sg4::Mutex> lock(*mu_);
     while (q_.empty() && !overflowed_) {
       if (w_.aborted) return Status(Errc::bootstrap, w_.abort_reason);
-      if (cv_->wait_until(lock, deadline) == std::cv_status::timeout && q_.empty() && !overflowed_)
+      if (cv_->wait_until(lock, deadline) == std::cv_status::timeout && q_.empty() && !overflowed_) {
         return Status(Errc::timeout, fmt::format("no completion within {}s of simulated time", timeout_s));
+      }
     }
     return take(out);
   }

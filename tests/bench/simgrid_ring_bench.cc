@@ -81,8 +81,13 @@ Outcome run_rdmalab(const Scenario& sc, int ranks, std::uint64_t chunk) {
     RecvWr rwr{1, {&rsge, 1}};
     std::array<Completion, 4> wc{};
     const int steps = 2 * (ranks - 1);
+    // Receives are posted one step ahead, as a real ring does: a write with immediate that finds
+    // no receive would be receiver-not-ready and wait out the RNR timer.
+    RDMALAB_TRY(from_prev->post_recv(std::span<const RecvWr>(&rwr, 1)));
+    RDMALAB_TRY(env.boot.barrier());
+    int got = 0;  // completions seen and not yet used; a wait may return the next step's receive too
     for (int step = 0; step < steps; ++step) {
-      RDMALAB_TRY(from_prev->post_recv(std::span<const RecvWr>(&rwr, 1)));
+      if (step + 1 < steps) RDMALAB_TRY(from_prev->post_recv(std::span<const RecvWr>(&rwr, 1)));
       SendWr wr;
       wr.opcode = SendOpcode::rdma_write_with_imm;
       wr.sg_list = {&sge, 1};
@@ -90,13 +95,13 @@ Outcome run_rdmalab(const Scenario& sc, int ranks, std::uint64_t chunk) {
       wr.rkey = dst.rkey;
       wr.imm = static_cast<std::uint32_t>(step);
       RDMALAB_TRY(to_next->post_send(std::span<const SendWr>(&wr, 1)));
-      int got = 0;
       while (got < 2) {
         RDMALAB_ASSIGN(std::size_t n, cq->wait(wc, 3600.0));
         for (std::size_t i = 0; i < n; ++i)
           if (wc[i].status != WcStatus::success) return Status(Errc::transport, wc_status_str(wc[i].status));
         got += static_cast<int>(n);
       }
+      got -= 2;  // this step's send and receive
     }
     RDMALAB_TRY(env.boot.barrier());
     if (env.rank == 0) {
