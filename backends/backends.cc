@@ -4,6 +4,9 @@
 #ifdef RDMALAB_HAVE_SIMGRID
 #include "simgrid/simgrid_backend.h"
 #endif
+#ifdef RDMALAB_HAVE_VERBS
+#include "verbs/verbs_backend.h"
+#endif
 
 namespace rdmalab {
 namespace {
@@ -34,6 +37,11 @@ const BackendRegistry& all_backends() {
     r.add("simgrid", [] { return sim::make_backend(); });
 #else
     r.add("simgrid", [] { return std::unique_ptr<Backend>(new NotBuilt("simgrid", RDMALAB_SIMGRID_WHY)); });
+#endif
+#ifdef RDMALAB_HAVE_VERBS
+    r.add("verbs", [] { return verbs::make_backend(); });
+#else
+    r.add("verbs", [] { return std::unique_ptr<Backend>(new NotBuilt("verbs", RDMALAB_VERBS_WHY)); });
 #endif
     return r;
   }();

@@ -3,6 +3,7 @@
 // Exit status: 0 success; 1 a run that failed (wrong data, transport error); 2 bad usage or a
 // bad scenario (nothing ran).
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -13,6 +14,7 @@
 
 #include "backends.h"
 #include "rdmalab/run.h"
+#include "rdmalab/tcp_bootstrap.h"
 #include "rdmalab/units.h"
 
 namespace rdmalab {
@@ -66,6 +68,10 @@ struct RunArgs {
   std::vector<std::string> sets;
   std::string json;
   std::string record;
+  std::string bootstrap;
+  int rank = -1;
+  int size = -1;
+  std::string token;
   bool quiet = false;
 };
 
@@ -102,6 +108,24 @@ int cmd_run(const RunArgs& a) {
   }
   RunOptions options;
   options.record_path = a.record;
+  if (!a.bootstrap.empty()) {
+    if (a.rank < 0 || a.size < 1) {
+      fmt::print(stderr, "rdmalab: --bootstrap needs --rank R and --size N\n");
+      return kExitUsage;
+    }
+    std::string token = a.token;
+    if (token.empty() && std::getenv("RDMALAB_TOKEN")) token = std::getenv("RDMALAB_TOKEN");
+    if (token.empty()) {
+      fmt::print(stderr, "rdmalab: --bootstrap needs a run token shared by every rank: --token T or RDMALAB_TOKEN=T "
+                         "(e.g. T=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \\n'))\n");
+      return kExitUsage;
+    }
+    if (auto hp = parse_host_port(a.bootstrap); !hp) {
+      fmt::print(stderr, "rdmalab: --bootstrap: {}\n", hp.status().message());
+      return kExitUsage;
+    }
+    options.placement = Placement{a.bootstrap, a.rank, a.size, token};
+  }
   options.progress = !a.quiet && ::isatty(STDERR_FILENO);
   RunOutcome out = run_scenario(*sc, **backend, options);
   print_table(out.rows);
@@ -178,6 +202,37 @@ int cmd_keys() {
   return kExitOk;
 }
 
+int cmd_devices(const std::string& backend_name, bool json) {
+  auto backend = all_backends().make(backend_name);
+  if (!backend) {
+    fmt::print(stderr, "rdmalab: {}\n", backend.status().message());
+    return kExitUsage;
+  }
+  auto devs = (*backend)->devices();
+  if (!devs) {
+    fmt::print(stderr, "rdmalab devices: {}\n", devs.status().message());
+    return kExitRunFailed;
+  }
+  if (json) {
+    nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+    for (const auto& d : *devs) {
+      nlohmann::ordered_json g = nlohmann::ordered_json::array();
+      for (const auto& x : d.gids) g.push_back({{"index", x.index}, {"gid", x.gid}, {"type", x.type}, {"netdev", x.netdev}});
+      arr.push_back({{"device", d.device}, {"port", d.port}, {"state", d.state}, {"link_layer", d.link_layer}, {"active_mtu", d.active_mtu},
+                     {"speed_gbps", d.speed_gbps}, {"lid", d.lid}, {"gids", g}});
+    }
+    fmt::print("{}\n", arr.dump(2));
+    return kExitOk;
+  }
+  if (devs->empty()) fmt::print("no devices\n");
+  for (const auto& d : *devs) {
+    fmt::print("{} port {}: {}, {}, MTU {}, {} Gb/s{}\n", d.device, d.port, d.state, d.link_layer, d.active_mtu, d.speed_gbps,
+               d.link_layer == "InfiniBand" ? fmt::format(", LID {}", d.lid) : "");
+    for (const auto& g : d.gids) fmt::print("  GID[{:>3}] {:<39} {:<8} {}\n", g.index, g.gid, g.type, g.netdev);
+  }
+  return kExitOk;
+}
+
 }  // namespace
 }  // namespace rdmalab
 
@@ -193,6 +248,10 @@ int main(int argc, char** argv) {
   run->add_option("--backend", run_args.backend, "backend to run on (default: the scenario's backend:)");
   run->add_option("--set", run_args.sets, "override a scenario key, e.g. --set workload.size=1MiB (repeatable)");
   run->add_option("--json", run_args.json, "write results as JSON to this file (docs/results.md)");
+  run->add_option("--bootstrap", run_args.bootstrap, "HOST:PORT of rank 0's rendezvous, for one rank per process (verbs); rank 0 listens there");
+  run->add_option("--rank", run_args.rank, "this process's rank (with --bootstrap)");
+  run->add_option("--size", run_args.size, "number of ranks (with --bootstrap)");
+  run->add_option("--token", run_args.token, "run token every rank must share (with --bootstrap; or RDMALAB_TOKEN)");
   run->add_option("--record", run_args.record, "write the run's topology and throughput samples to this file (docs/record.md)");
   run->add_flag("--quiet", run_args.quiet, "print only the result table, no progress");
 
@@ -205,6 +264,11 @@ int main(int argc, char** argv) {
 
   auto* list = app.add_subcommand("list", "list backends (usable here or why not) and workloads");
   auto* keys = app.add_subcommand("keys", "list every scenario key with its type, default and meaning");
+  std::string dev_backend = "verbs";
+  bool dev_json = false;
+  auto* devices = app.add_subcommand("devices", "show RDMA devices, ports and GIDs (what ibv_devinfo would, at a glance)");
+  devices->add_flag("--json", dev_json, "print JSON");
+  devices->add_option("--backend", dev_backend, "backend whose devices to list (default verbs)");
 
   try {
     app.parse(argc, argv);
@@ -222,5 +286,6 @@ int main(int argc, char** argv) {
   if (validate->parsed()) return cmd_validate(val_path, val_sets, val_backend);
   if (list->parsed()) return cmd_list();
   if (keys->parsed()) return cmd_keys();
+  if (devices->parsed()) return cmd_devices(dev_backend, dev_json);
   return 2;
 }

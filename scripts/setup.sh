@@ -9,6 +9,7 @@ packages=(
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libsimgrid-dev
+  libibverbs-dev librdmacm-dev ibverbs-providers rdma-core
 )
 
 missing=()

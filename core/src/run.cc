@@ -77,8 +77,12 @@ RunOutcome run_scenario(const Scenario& sc, Backend& backend, const RunOptions& 
   spec.record_path = record_tmp;
   if (sc.has("record.interval")) spec.record_interval_s = sc.get_time("record.interval");
   spec.progress = options.progress;
+  spec.placement = options.placement;
   spec.export_state = [&] { return rows_to_json(out.rows); };
-  spec.import_state = [&](const std::string& bytes) { out.rows = rows_from_json(bytes); };
+  // Backends with a process per rank import every rank's state: rows accumulate.
+  spec.import_state = [&](const std::string& bytes) {
+    for (auto& r : rows_from_json(bytes)) out.rows.push_back(std::move(r));
+  };
   out.status = backend.launch(spec, [&](RankEnv& env) -> Status {
     std::vector<ResultRow> rows;
     Status st = w->run(env, sc, rows);

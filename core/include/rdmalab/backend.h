@@ -30,13 +30,42 @@ struct RankEnv {
 
 using RankMain = std::function<Status(RankEnv&)>;
 
+// What `rdmalab devices` shows of a port (what ibv_devinfo would, at a glance).
+struct DeviceInfo {
+  struct Gid {
+    int index = 0;
+    std::string gid;
+    std::string type;    // IB | RoCE v1 | RoCE v2
+    std::string netdev;  // for RoCE
+  };
+  std::string device;
+  int port = 1;
+  std::string state;       // PORT_ACTIVE, PORT_DOWN, ...
+  std::string link_layer;  // InfiniBand | Ethernet
+  std::uint32_t active_mtu = 0;
+  double speed_gbps = 0;
+  std::uint32_t lid = 0;
+  std::vector<Gid> gids;
+};
+
 struct Availability {
   bool usable = false;
   std::string why;  // when not usable: what is missing and how to get it
 };
 
+// Where this process stands in a run of many processes (verbs across machines):
+// --bootstrap HOST:PORT --rank R --size N --token T. Empty rendezvous: the backend places the
+// ranks itself (threads, actors, or local child processes).
+struct Placement {
+  std::string rendezvous;
+  int rank = 0;
+  int size = 0;
+  std::string token;
+};
+
 struct LaunchSpec {
   int ranks = 2;
+  Placement placement;
   const Scenario* scenario = nullptr;  // fabric description and backend options; may be null
   MetricsSink* metrics = nullptr;      // optional
   // A backend may run the ranks in another process (simgrid runs every launch in a child
@@ -69,6 +98,9 @@ class Backend {
   // The first failing rank's Status is returned, prefixed with its rank. Blocking.
   // Backends that run one rank per process (verbs) call `main` once.
   virtual Status launch(const LaunchSpec& spec, const RankMain& main) = 0;
+  // The devices and ports this backend can use here (hardware backends). Errors: not_found with
+  // the reason (no RDMA in the kernel, no devices).
+  virtual Result<std::vector<DeviceInfo>> devices() const { return std::vector<DeviceInfo>{}; }
   // Whether launch() can write a record (LaunchSpec::record_path).
   virtual bool can_record() const { return false; }
   // True when this process hosts all ranks (loopback, simgrid): results of every rank are local.

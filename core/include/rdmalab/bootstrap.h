@@ -23,6 +23,10 @@ class Bootstrap {
   // concatenation in rank order (size() * mine.size() bytes).
   // Errors: invalid_argument (lengths differ), bootstrap, timeout.
   virtual Result<std::vector<std::byte>> allgather(std::span<const std::byte> mine) = 0;
+  // Non-blocking: whether every peer is still there. Backends call it while they wait on the
+  // data path, so a dead peer stops the others with its rank named instead of a hang.
+  // Errors: bootstrap.
+  virtual Status health() { return Status::ok(); }
 };
 
 // Helpers for trivially copyable values.

@@ -32,6 +32,7 @@ struct RunOptions {
   MetricsSink* metrics = nullptr;
   std::string record_path;  // --record FILE: topology, samples, then rows (docs/record.md)
   bool progress = false;    // progress on stderr for long runs
+  Placement placement;      // this process's rank in a multi-process run (verbs)
 };
 
 // Runs the workload on the backend. Blocking.

@@ -1,0 +1,997 @@
+// The verbs backend: libibverbs from rdma-core, the same code on ConnectX (mlx5) and on the
+// kernel's Soft-RoCE (rxe). Ranks are processes. Every errno and ibv_wc_status is translated into
+// the contract's Status and WcStatus here, in one place.
+//
+// Launch: with LaunchSpec::placement (from --bootstrap HOST:PORT --rank R --size N) this process
+// is one rank of a run across machines; without it, the backend forks every rank on this machine
+// and connects them through a rendezvous on 127.0.0.1 (how tests and single-host Soft-RoCE runs
+// start).
+#include "verbs/verbs_backend.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <infiniband/verbs.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "rdmalab/scenario.h"
+#include "rdmalab/tcp_bootstrap.h"
+#include "rdmalab/units.h"
+
+namespace rdmalab::verbs {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// ------------------------------------------------------------------------------------------
+// Translation, in one place.
+
+WcStatus from_ibv(ibv_wc_status s) {
+  switch (s) {
+    case IBV_WC_SUCCESS: return WcStatus::success;
+    case IBV_WC_LOC_LEN_ERR: return WcStatus::loc_len_err;
+    case IBV_WC_LOC_QP_OP_ERR: return WcStatus::loc_qp_op_err;
+    case IBV_WC_LOC_PROT_ERR: return WcStatus::loc_prot_err;
+    case IBV_WC_WR_FLUSH_ERR: return WcStatus::wr_flush_err;
+    case IBV_WC_REM_INV_REQ_ERR: return WcStatus::rem_inv_req_err;
+    case IBV_WC_REM_ACCESS_ERR: return WcStatus::rem_access_err;
+    case IBV_WC_REM_OP_ERR: return WcStatus::rem_op_err;
+    case IBV_WC_RETRY_EXC_ERR: return WcStatus::retry_exc_err;
+    case IBV_WC_RNR_RETRY_EXC_ERR: return WcStatus::rnr_retry_exc_err;
+    default: return WcStatus::general_err;
+  }
+}
+
+WcOpcode from_ibv(ibv_wc_opcode op) {
+  switch (op) {
+    case IBV_WC_SEND: return WcOpcode::send;
+    case IBV_WC_RDMA_WRITE: return WcOpcode::rdma_write;
+    case IBV_WC_RDMA_READ: return WcOpcode::rdma_read;
+    case IBV_WC_COMP_SWAP: return WcOpcode::comp_swap;
+    case IBV_WC_FETCH_ADD: return WcOpcode::fetch_add;
+    case IBV_WC_RECV_RDMA_WITH_IMM: return WcOpcode::recv_rdma_with_imm;
+    default: return WcOpcode::recv;
+  }
+}
+
+Status from_errno(int err, const std::string& what) {
+  Errc code = Errc::internal;
+  switch (err) {
+    case EINVAL: code = Errc::invalid_argument; break;
+    case ENOMEM: code = Errc::no_memory; break;
+    case EPERM:
+    case EACCES: code = Errc::permission; break;
+    case ENOSYS:
+    case EOPNOTSUPP: code = Errc::not_supported; break;
+    case ENODEV:
+    case ENOENT: code = Errc::not_found; break;
+    case ETIMEDOUT: code = Errc::timeout; break;
+    default: code = Errc::transport; break;
+  }
+  return Status(code, fmt::format("{}: {} (errno {})", what, std::strerror(err), err));
+}
+
+unsigned int to_ibv_access(std::uint32_t a) {
+  unsigned int f = 0;
+  if (a & kAccessLocalWrite) f |= IBV_ACCESS_LOCAL_WRITE;
+  if (a & kAccessRemoteWrite) f |= IBV_ACCESS_REMOTE_WRITE;
+  if (a & kAccessRemoteRead) f |= IBV_ACCESS_REMOTE_READ;
+  if (a & kAccessRemoteAtomic) f |= IBV_ACCESS_REMOTE_ATOMIC;
+  return f;
+}
+
+// The IB encoding of the minimum RNR NAK timer (IBA table 45): code → milliseconds.
+std::uint8_t rnr_timer_code(double seconds) {
+  static const double kMs[32] = {655.36, 0.01, 0.02, 0.03, 0.04, 0.06, 0.08, 0.12, 0.16, 0.24, 0.32,
+                                 0.48,   0.64, 0.96, 1.28, 1.92, 2.56, 3.84, 5.12, 7.68, 10.24, 15.36,
+                                 20.48,  30.72, 40.96, 61.44, 81.92, 122.88, 163.84, 245.76, 327.68, 491.52};
+  const double ms = seconds * 1e3;
+  for (std::uint8_t c = 1; c < 32; ++c)
+    if (kMs[c] >= ms) return c;
+  return 0;
+}
+
+ibv_mtu to_ibv_mtu(std::uint32_t bytes) {
+  if (bytes >= 4096) return IBV_MTU_4096;
+  if (bytes >= 2048) return IBV_MTU_2048;
+  if (bytes >= 1024) return IBV_MTU_1024;
+  if (bytes >= 512) return IBV_MTU_512;
+  return IBV_MTU_256;
+}
+
+std::uint32_t mtu_bytes(ibv_mtu m) { return 128u << static_cast<int>(m); }
+
+std::string gid_text(const ibv_gid& g) {
+  std::string s;
+  for (int i = 0; i < 16; i += 2) s += fmt::format("{}{:02x}{:02x}", i ? ":" : "", g.raw[i], g.raw[i + 1]);
+  return s;
+}
+
+// ------------------------------------------------------------------------------------------
+// Devices
+
+struct DeviceList {
+  ibv_device** list = nullptr;
+  int n = 0;
+  int err = 0;
+  DeviceList() {
+    errno = 0;
+    list = ibv_get_device_list(&n);
+    err = list ? 0 : errno;
+  }
+  ~DeviceList() {
+    if (list) ibv_free_device_list(list);
+  }
+};
+
+std::string no_devices_reason(int err) {
+  if (err == ENOSYS)
+    return "this kernel has no RDMA support (ibv_get_device_list: Function not implemented); scripts/rxe-vm.sh runs the verbs "
+           "backend on Soft-RoCE in a VM";
+  if (err) return fmt::format("ibv_get_device_list failed: {}", std::strerror(err));
+  return "no RDMA devices (load a driver, or create a Soft-RoCE device: rdma link add rxe0 type rxe netdev eth0)";
+}
+
+struct Selected {
+  ibv_context* ctx = nullptr;
+  std::string name;
+  std::uint8_t port = 1;
+  ibv_port_attr port_attr{};
+  int gid_index = -1;
+  ibv_gid gid{};
+  bool roce = false;
+};
+
+// Opens the named device (or the first with an ACTIVE port), picks the port and the GID the way
+// perftest does when -x is not given: a RoCE v2 GID on Ethernet ports.
+Result<Selected> open_device(const std::string& want, int want_port, int want_gid) {
+  DeviceList dl;
+  if (!dl.list || dl.n == 0) return Status(Errc::not_found, no_devices_reason(dl.err));
+  std::string present;
+  for (int i = 0; i < dl.n; ++i) present += (i ? ", " : "") + std::string(ibv_get_device_name(dl.list[i]));
+  std::string why_not;
+  for (int i = 0; i < dl.n; ++i) {
+    std::string name = ibv_get_device_name(dl.list[i]);
+    if (!want.empty() && name != want) continue;
+    ibv_context* ctx = ibv_open_device(dl.list[i]);
+    if (!ctx) {
+      why_not += fmt::format("{}: cannot open ({}); ", name, std::strerror(errno));
+      continue;
+    }
+    ibv_device_attr da{};
+    ibv_query_device(ctx, &da);
+    for (int p = 1; p <= da.phys_port_cnt; ++p) {
+      if (want_port > 0 && p != want_port) continue;
+      ibv_port_attr pa{};
+      if (ibv_query_port(ctx, static_cast<std::uint8_t>(p), &pa) != 0) continue;
+      if (pa.state != IBV_PORT_ACTIVE) {
+        why_not += fmt::format("{} port {} is {}; ", name, p, ibv_port_state_str(pa.state));
+        continue;
+      }
+      Selected s;
+      s.ctx = ctx;
+      s.name = name;
+      s.port = static_cast<std::uint8_t>(p);
+      s.port_attr = pa;
+      s.roce = pa.link_layer == IBV_LINK_LAYER_ETHERNET;
+      if (want_gid >= 0) {
+        s.gid_index = want_gid;
+      } else if (s.roce) {
+        // Prefer a RoCE v2 GID of an IPv4 address, then any RoCE v2, then index 0.
+        int v2 = -1, v2_ipv4 = -1;
+        for (int g = 0; g < pa.gid_tbl_len; ++g) {
+          ibv_gid_entry e{};
+          if (ibv_query_gid_ex(ctx, s.port, static_cast<std::uint32_t>(g), &e, 0) != 0) continue;
+          if (e.gid_type != IBV_GID_TYPE_ROCE_V2) continue;
+          if (v2 < 0) v2 = g;
+          const auto* raw = e.gid.raw;
+          bool ipv4 = std::all_of(raw, raw + 10, [](std::uint8_t b) { return b == 0; }) && raw[10] == 0xff && raw[11] == 0xff;
+          if (ipv4 && v2_ipv4 < 0) v2_ipv4 = g;
+        }
+        s.gid_index = v2_ipv4 >= 0 ? v2_ipv4 : v2 >= 0 ? v2 : 0;
+      }
+      if (s.gid_index >= 0 && ibv_query_gid(ctx, s.port, s.gid_index, &s.gid) != 0) {
+        ibv_close_device(ctx);
+        return Status(Errc::not_found, fmt::format("{} port {}: GID index {} cannot be read", name, p, s.gid_index));
+      }
+      return s;
+    }
+    ibv_close_device(ctx);
+  }
+  if (!want.empty() && present.find(want) == std::string::npos)
+    return Status(Errc::not_found, fmt::format("no RDMA device named '{}' (present: {})", want, present));
+  return Status(Errc::not_found, fmt::format("no ACTIVE port found ({}present: {})", why_not, present));
+}
+
+// ------------------------------------------------------------------------------------------
+// Objects
+
+class VDevice;
+
+class VMr final : public MemoryRegion {
+ public:
+  VMr(ibv_mr* mr, std::uint32_t access, MemoryKind kind) : mr_(mr), access_(access), kind_(kind) {}
+  ~VMr() override { ibv_dereg_mr(mr_); }
+  std::uint64_t addr() const override { return reinterpret_cast<std::uint64_t>(mr_->addr); }
+  std::uint64_t length() const override { return mr_->length; }
+  std::uint32_t lkey() const override { return mr_->lkey; }
+  std::uint32_t rkey() const override { return mr_->rkey; }
+  std::uint32_t access() const override { return access_; }
+  MemoryKind kind() const override { return kind_; }
+
+ private:
+  ibv_mr* mr_;
+  std::uint32_t access_;
+  MemoryKind kind_;
+};
+
+enum class WaitMode { poll, event };
+
+class VCq final : public CompletionQueue {
+ public:
+  VCq(VDevice& dev, ibv_cq* cq, ibv_comp_channel* ch, std::uint32_t cap, WaitMode mode) : dev_(dev), cq_(cq), ch_(ch), cap_(cap), mode_(mode) {}
+  ~VCq() override;  // defined after VDevice
+  void destroy() {
+    if (unacked_) ibv_ack_cq_events(cq_, unacked_);
+    ibv_destroy_cq(cq_);
+    if (ch_) ibv_destroy_comp_channel(ch_);
+  }
+  std::uint32_t capacity() const override { return cap_; }
+  Result<std::size_t> poll(std::span<Completion> out) override;
+  Result<std::size_t> wait(std::span<Completion> out, double timeout_s) override;
+  ibv_cq* cq() const { return cq_; }
+  bool overflowed = false;
+
+ private:
+  VDevice& dev_;
+  ibv_cq* cq_;
+  ibv_comp_channel* ch_;
+  std::uint32_t cap_;
+  WaitMode mode_;
+  unsigned unacked_ = 0;
+  bool armed_ = false;
+};
+
+class VQp final : public QueuePair {
+ public:
+  VQp(VDevice& dev, ibv_qp* qp, QpCaps caps) : dev_(dev), qp_(qp), caps_(caps) {}
+  ~VQp() override { ibv_destroy_qp(qp_); }
+  std::uint32_t qpn() const override { return qp_->qp_num; }
+  QpState state() const override { return state_; }
+  QpEndpoint endpoint() const override;
+  Status to_init() override;
+  Status to_rtr(const QpConnectAttr& attr) override;
+  Status to_rts() override;
+  Status to_error() override {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_ERR;
+    if (int rc = ibv_modify_qp(qp_, &a, IBV_QP_STATE)) return from_errno(rc, "ibv_modify_qp(ERR)");
+    state_ = QpState::err;
+    return Status::ok();
+  }
+  Status reset() override {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_RESET;
+    if (int rc = ibv_modify_qp(qp_, &a, IBV_QP_STATE)) return from_errno(rc, "ibv_modify_qp(RESET)");
+    state_ = QpState::reset;
+    return Status::ok();
+  }
+  Status post_send(std::span<const SendWr> wrs, std::size_t* bad_index) override;
+  Status post_recv(std::span<const RecvWr> wrs, std::size_t* bad_index) override;
+  void mark_error() { state_ = QpState::err; }
+
+ private:
+  Status expect(QpState from, QpState to) const {
+    if (state_ != from)
+      return Status(Errc::invalid_state, fmt::format("QP {:#x}: cannot move from {} to {} (only from {})", qp_->qp_num, qp_state_name(state_),
+                                                     qp_state_name(to), qp_state_name(from)));
+    return Status::ok();
+  }
+  VDevice& dev_;
+  ibv_qp* qp_;
+  QpCaps caps_;
+  QpState state_ = QpState::reset;
+  std::uint32_t psn_ = 0;
+  std::uint8_t retry_cnt_ = 7, rnr_retry_ = 7;
+  std::uint32_t max_rd_atomic_ = 16;
+};
+
+class VPd final : public ProtectionDomain {
+ public:
+  VPd(VDevice& dev, ibv_pd* pd) : dev_(dev), pd_(pd) {}
+  ~VPd() override { ibv_dealloc_pd(pd_); }
+  Result<std::unique_ptr<MemoryRegion>> register_memory(void* addr, std::uint64_t length, std::uint32_t access, MemoryKind kind) override;
+  Result<std::unique_ptr<QueuePair>> create_qp(CompletionQueue& send_cq, CompletionQueue& recv_cq, const QpCaps& caps) override;
+
+ private:
+  VDevice& dev_;
+  ibv_pd* pd_;
+};
+
+class VDevice final : public Device {
+ public:
+  VDevice(Selected s, int rank, WaitMode mode, Capabilities caps) : s_(std::move(s)), rank_(rank), mode_(mode), caps_(caps) {
+    // Asynchronous events (a CQ that overflowed, a QP that hit a fatal error) are read without
+    // blocking whenever a CQ is polled.
+    int flags = fcntl(s_.ctx->async_fd, F_GETFL);
+    fcntl(s_.ctx->async_fd, F_SETFL, flags | O_NONBLOCK);
+  }
+  ~VDevice() override { ibv_close_device(s_.ctx); }
+  std::string name() const override { return s_.name; }
+  const Capabilities& caps() const override { return caps_; }
+  Result<std::unique_ptr<ProtectionDomain>> alloc_pd() override {
+    ibv_pd* pd = ibv_alloc_pd(s_.ctx);
+    if (!pd) return from_errno(errno, "ibv_alloc_pd");
+    return std::unique_ptr<ProtectionDomain>(new VPd(*this, pd));
+  }
+  Result<std::unique_ptr<CompletionQueue>> create_cq(std::uint32_t entries) override {
+    if (entries == 0 || entries > caps_.max_cq_entries)
+      return Status(Errc::invalid_argument, fmt::format("create_cq: entries must be 1..{} (asked {})", caps_.max_cq_entries, entries));
+    ibv_comp_channel* ch = nullptr;
+    if (mode_ == WaitMode::event) {
+      ch = ibv_create_comp_channel(s_.ctx);
+      if (!ch) return from_errno(errno, "ibv_create_comp_channel");
+    }
+    ibv_cq* cq = ibv_create_cq(s_.ctx, static_cast<int>(entries), nullptr, ch, 0);
+    if (!cq) {
+      int err = errno;
+      if (ch) ibv_destroy_comp_channel(ch);
+      return from_errno(err, fmt::format("ibv_create_cq({} entries)", entries));
+    }
+    auto out = std::make_unique<VCq>(*this, cq, ch, entries, mode_);
+    cqs_.push_back(out.get());
+    return std::unique_ptr<CompletionQueue>(std::move(out));
+  }
+  void drain_async_events() {
+    ibv_async_event ev{};
+    while (ibv_get_async_event(s_.ctx, &ev) == 0) {
+      if (ev.event_type == IBV_EVENT_CQ_ERR)
+        for (VCq* cq : cqs_)
+          if (cq->cq() == ev.element.cq) cq->overflowed = true;
+      ibv_ack_async_event(&ev);
+    }
+  }
+  void forget(VCq* cq) { cqs_.erase(std::remove(cqs_.begin(), cqs_.end(), cq), cqs_.end()); }
+  const Selected& sel() const { return s_; }
+  int rank() const { return rank_; }
+  Bootstrap* boot = nullptr;  // for peer-health checks while waiting
+
+ private:
+  Selected s_;
+  int rank_;
+  WaitMode mode_;
+  Capabilities caps_;
+  std::vector<VCq*> cqs_;
+};
+
+VCq::~VCq() {
+  dev_.forget(this);
+  destroy();
+}
+
+Result<std::size_t> VCq::poll(std::span<Completion> out) {
+  dev_.drain_async_events();
+  if (overflowed)
+    return Status(Errc::cq_overflow, fmt::format("completion queue of {} entries overflowed (IBV_EVENT_CQ_ERR): completions were lost "
+                                                 "(size it for every outstanding request, or poll more often)", cap_));
+  ibv_wc wc[32];
+  std::size_t n = 0;
+  while (n < out.size()) {
+    int want = static_cast<int>(std::min<std::size_t>(32, out.size() - n));
+    int got = ibv_poll_cq(cq_, want, wc);
+    if (got < 0) return Status(Errc::transport, "ibv_poll_cq failed");
+    for (int i = 0; i < got; ++i) {
+      Completion& c = out[n++];
+      c.wr_id = wc[i].wr_id;
+      c.status = from_ibv(wc[i].status);
+      c.opcode = wc[i].status == IBV_WC_SUCCESS ? from_ibv(wc[i].opcode) : WcOpcode::send;
+      c.byte_len = wc[i].byte_len;
+      c.has_imm = (wc[i].wc_flags & IBV_WC_WITH_IMM) != 0;
+      c.imm = c.has_imm ? ntohl(wc[i].imm_data) : 0;
+      c.qp_num = wc[i].qp_num;
+    }
+    if (got < want) break;
+  }
+  return n;
+}
+
+Result<std::size_t> VCq::wait(std::span<Completion> out, double timeout_s) {
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+  auto last_health = Clock::now();
+  while (true) {
+    RDMALAB_ASSIGN(std::size_t n, poll(out));
+    if (n > 0) return n;
+    auto now = Clock::now();
+    if (now >= deadline) return Status(Errc::timeout, fmt::format("no completion within {}s", timeout_s));
+    // A peer that died would never complete our requests: notice it through the bootstrap.
+    if (dev_.boot && now - last_health > std::chrono::milliseconds(200)) {
+      last_health = now;
+      RDMALAB_TRY(dev_.boot->health());
+    }
+    if (mode_ == WaitMode::event) {
+      if (!armed_) {
+        if (ibv_req_notify_cq(cq_, 0) != 0) return Status(Errc::transport, "ibv_req_notify_cq failed");
+        armed_ = true;
+        continue;  // a completion may have arrived before the CQ was armed
+      }
+      pollfd pfd{ch_->fd, POLLIN, 0};
+      int ms = static_cast<int>(std::min<long long>(200, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1));
+      if (::poll(&pfd, 1, ms) > 0) {
+        ibv_cq* ev_cq = nullptr;
+        void* ctx = nullptr;
+        if (ibv_get_cq_event(ch_, &ev_cq, &ctx) == 0) {
+          ++unacked_;
+          armed_ = false;
+          if (unacked_ >= 64) {
+            ibv_ack_cq_events(cq_, unacked_);
+            unacked_ = 0;
+          }
+        }
+      }
+    }
+  }
+}
+
+QpEndpoint VQp::endpoint() const {
+  QpEndpoint ep;
+  ep.qpn = qp_->qp_num;
+  ep.psn = psn_;
+  ep.lid = dev_.sel().port_attr.lid;
+  std::memcpy(ep.gid.data(), dev_.sel().gid.raw, 16);
+  ep.rank = static_cast<std::uint32_t>(dev_.rank());
+  ep.mtu = mtu_bytes(dev_.sel().port_attr.active_mtu);
+  return ep;
+}
+
+Status VQp::to_init() {
+  RDMALAB_TRY(expect(QpState::reset, QpState::init));
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_INIT;
+  a.pkey_index = 0;
+  a.port_num = dev_.sel().port;
+  a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+  if (int rc = ibv_modify_qp(qp_, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+    return from_errno(rc, "ibv_modify_qp(INIT)");
+  state_ = QpState::init;
+  return Status::ok();
+}
+
+Status VQp::to_rtr(const QpConnectAttr& c) {
+  RDMALAB_TRY(expect(QpState::init, QpState::rtr));
+  if (c.rnr_retry > 7 || c.retry_cnt > 7) return Status(Errc::invalid_argument, "retry_cnt and rnr_retry are 3-bit counters (0..7)");
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_RTR;
+  std::uint32_t mtu = mtu_bytes(dev_.sel().port_attr.active_mtu);
+  if (c.remote.mtu) mtu = std::min(mtu, c.remote.mtu);
+  a.path_mtu = to_ibv_mtu(mtu);
+  a.dest_qp_num = c.remote.qpn;
+  a.rq_psn = c.remote.psn;
+  a.max_dest_rd_atomic = static_cast<std::uint8_t>(std::min<std::uint32_t>(c.max_rd_atomic, 16));
+  a.min_rnr_timer = rnr_timer_code(c.min_rnr_timer_s);
+  a.ah_attr.port_num = dev_.sel().port;
+  a.ah_attr.dlid = static_cast<std::uint16_t>(c.remote.lid);
+  if (dev_.sel().roce || dev_.sel().gid_index >= 0) {
+    a.ah_attr.is_global = 1;
+    std::memcpy(a.ah_attr.grh.dgid.raw, c.remote.gid.data(), 16);
+    a.ah_attr.grh.sgid_index = static_cast<std::uint8_t>(std::max(0, dev_.sel().gid_index));
+    a.ah_attr.grh.hop_limit = 64;
+  }
+  if (int rc = ibv_modify_qp(qp_, &a,
+                             IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+                                 IBV_QP_MIN_RNR_TIMER))
+    return from_errno(rc, "ibv_modify_qp(RTR)");
+  retry_cnt_ = c.retry_cnt;
+  rnr_retry_ = c.rnr_retry;
+  max_rd_atomic_ = c.max_rd_atomic;
+  state_ = QpState::rtr;
+  return Status::ok();
+}
+
+Status VQp::to_rts() {
+  RDMALAB_TRY(expect(QpState::rtr, QpState::rts));
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_RTS;
+  a.timeout = 14;  // 4.096 us × 2^14 ≈ 67 ms, perftest's default
+  a.retry_cnt = retry_cnt_;
+  a.rnr_retry = rnr_retry_;
+  a.sq_psn = psn_;
+  a.max_rd_atomic = static_cast<std::uint8_t>(std::min<std::uint32_t>(max_rd_atomic_, 16));
+  if (int rc = ibv_modify_qp(qp_, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
+    return from_errno(rc, "ibv_modify_qp(RTS)");
+  state_ = QpState::rts;
+  return Status::ok();
+}
+
+Status VQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index) {
+  if (state_ != QpState::rts && state_ != QpState::err) {
+    if (bad_index) *bad_index = 0;
+    return Status(Errc::invalid_state, fmt::format("QP {:#x}: post_send needs the QP in RTS (it is in {})", qp_->qp_num, qp_state_name(state_)));
+  }
+  std::vector<ibv_send_wr> v(wrs.size());
+  std::vector<ibv_sge> sges;
+  std::size_t total_sge = 0;
+  for (const auto& w : wrs) total_sge += w.sg_list.size();
+  sges.reserve(total_sge);
+  for (std::size_t i = 0; i < wrs.size(); ++i) {
+    const SendWr& w = wrs[i];
+    std::uint64_t len = 0;
+    for (const auto& s : w.sg_list) len += s.length;
+    const bool atomic = w.opcode == SendOpcode::atomic_fetch_add || w.opcode == SendOpcode::atomic_cmp_swap;
+    auto refuse = [&](const std::string& why) {
+      if (bad_index) *bad_index = i;
+      return Status(Errc::invalid_argument, fmt::format("QP {:#x}: {}", qp_->qp_num, why));
+    };
+    if (w.sg_list.size() > caps_.max_send_sge) return refuse(fmt::format("{} SGEs, the QP allows {}", w.sg_list.size(), caps_.max_send_sge));
+    if (atomic && (len != 8 || w.sg_list.size() != 1)) return refuse("an atomic needs one 8-byte SGE");
+    if (w.inline_data && len > caps_.max_inline) return refuse(fmt::format("{} bytes inline, the QP allows {}", len, caps_.max_inline));
+    if (w.inline_data && (atomic || w.opcode == SendOpcode::rdma_read)) return refuse("reads and atomics cannot be inline");
+    ibv_send_wr& r = v[i];
+    r.wr_id = w.wr_id;
+    r.sg_list = sges.data() + sges.size();
+    r.num_sge = static_cast<int>(w.sg_list.size());
+    for (const auto& s : w.sg_list) sges.push_back(ibv_sge{s.addr, s.length, s.lkey});
+    r.send_flags = (w.signaled ? static_cast<unsigned>(IBV_SEND_SIGNALED) : 0u) | (w.inline_data ? static_cast<unsigned>(IBV_SEND_INLINE) : 0u);
+    r.next = i + 1 < wrs.size() ? &v[i + 1] : nullptr;
+    switch (w.opcode) {
+      case SendOpcode::rdma_write: r.opcode = IBV_WR_RDMA_WRITE; break;
+      case SendOpcode::rdma_write_with_imm: r.opcode = IBV_WR_RDMA_WRITE_WITH_IMM; break;
+      case SendOpcode::send: r.opcode = IBV_WR_SEND; break;
+      case SendOpcode::send_with_imm: r.opcode = IBV_WR_SEND_WITH_IMM; break;
+      case SendOpcode::rdma_read: r.opcode = IBV_WR_RDMA_READ; break;
+      case SendOpcode::atomic_fetch_add: r.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD; break;
+      case SendOpcode::atomic_cmp_swap: r.opcode = IBV_WR_ATOMIC_CMP_AND_SWP; break;
+    }
+    if (w.opcode == SendOpcode::rdma_write_with_imm || w.opcode == SendOpcode::send_with_imm) r.imm_data = htonl(w.imm);
+    if (atomic) {
+      r.wr.atomic.remote_addr = w.remote_addr;
+      r.wr.atomic.rkey = w.rkey;
+      r.wr.atomic.compare_add = w.compare_add;
+      r.wr.atomic.swap = w.swap;
+    } else {
+      r.wr.rdma.remote_addr = w.remote_addr;
+      r.wr.rdma.rkey = w.rkey;
+    }
+  }
+  if (v.empty()) return Status::ok();
+  ibv_send_wr* bad = nullptr;
+  int rc = ibv_post_send(qp_, v.data(), &bad);
+  if (rc) {
+    if (bad_index && bad) *bad_index = static_cast<std::size_t>(bad - v.data());
+    return from_errno(rc, fmt::format("QP {:#x}: ibv_post_send", qp_->qp_num));
+  }
+  return Status::ok();
+}
+
+Status VQp::post_recv(std::span<const RecvWr> wrs, std::size_t* bad_index) {
+  if (state_ == QpState::reset) {
+    if (bad_index) *bad_index = 0;
+    return Status(Errc::invalid_state, fmt::format("QP {:#x}: post_recv needs the QP in INIT or later (it is in RESET)", qp_->qp_num));
+  }
+  std::vector<ibv_recv_wr> v(wrs.size());
+  std::vector<ibv_sge> sges;
+  std::size_t total = 0;
+  for (const auto& w : wrs) total += w.sg_list.size();
+  sges.reserve(total);
+  for (std::size_t i = 0; i < wrs.size(); ++i) {
+    v[i].wr_id = wrs[i].wr_id;
+    v[i].sg_list = sges.data() + sges.size();
+    v[i].num_sge = static_cast<int>(wrs[i].sg_list.size());
+    for (const auto& s : wrs[i].sg_list) sges.push_back(ibv_sge{s.addr, s.length, s.lkey});
+    v[i].next = i + 1 < wrs.size() ? &v[i + 1] : nullptr;
+  }
+  if (v.empty()) return Status::ok();
+  ibv_recv_wr* bad = nullptr;
+  int rc = ibv_post_recv(qp_, v.data(), &bad);
+  if (rc) {
+    if (bad_index && bad) *bad_index = static_cast<std::size_t>(bad - v.data());
+    return from_errno(rc, fmt::format("QP {:#x}: ibv_post_recv", qp_->qp_num));
+  }
+  return Status::ok();
+}
+
+Result<std::unique_ptr<MemoryRegion>> VPd::register_memory(void* addr, std::uint64_t length, std::uint32_t access, MemoryKind kind) {
+  if (kind != MemoryKind::host)
+    return Status(Errc::not_supported, fmt::format("verbs registers host memory in this build (asked {}; GPU memory comes with the GPU work)",
+                                                   memory_kind_name(kind)));
+  if (!addr || length == 0) return Status(Errc::invalid_argument, "register_memory: null address or zero length");
+  if ((access & (kAccessRemoteWrite | kAccessRemoteAtomic)) && !(access & kAccessLocalWrite))
+    return Status(Errc::invalid_argument, "remote write and remote atomic access need local write access too (as in verbs)");
+  ibv_mr* mr = ibv_reg_mr(pd_, addr, length, static_cast<int>(to_ibv_access(access)));
+  if (!mr) {
+    int err = errno;
+    rlimit rl{};
+    getrlimit(RLIMIT_MEMLOCK, &rl);
+    if ((err == ENOMEM || err == EPERM || err == EAGAIN) && rl.rlim_cur != RLIM_INFINITY)
+      return Status(Errc::permission,
+                    fmt::format("ibv_reg_mr of {} failed ({}): the locked-memory limit (ulimit -l) is {}; raise it: `ulimit -l unlimited` in the "
+                                "shell, or `* - memlock unlimited` in /etc/security/limits.conf, or LimitMEMLOCK=infinity for a service",
+                                units::format_size(length), std::strerror(err), units::format_size(rl.rlim_cur)));
+    return from_errno(err, fmt::format("ibv_reg_mr({})", units::format_size(length)));
+  }
+  return std::unique_ptr<MemoryRegion>(new VMr(mr, access, kind));
+}
+
+Result<std::unique_ptr<QueuePair>> VPd::create_qp(CompletionQueue& send_cq, CompletionQueue& recv_cq, const QpCaps& caps) {
+  auto* scq = dynamic_cast<VCq*>(&send_cq);
+  auto* rcq = dynamic_cast<VCq*>(&recv_cq);
+  if (!scq || !rcq) return Status(Errc::invalid_argument, "create_qp: the CQs do not belong to the verbs backend");
+  ibv_qp_init_attr ia{};
+  ia.send_cq = scq->cq();
+  ia.recv_cq = rcq->cq();
+  ia.qp_type = IBV_QPT_RC;
+  ia.cap.max_send_wr = caps.max_send_wr;
+  ia.cap.max_recv_wr = std::max<std::uint32_t>(caps.max_recv_wr, 1);
+  ia.cap.max_send_sge = caps.max_send_sge;
+  ia.cap.max_recv_sge = caps.max_recv_sge;
+  ia.cap.max_inline_data = caps.max_inline;
+  ibv_qp* qp = ibv_create_qp(pd_, &ia);
+  if (!qp) return from_errno(errno, "ibv_create_qp");
+  return std::unique_ptr<QueuePair>(new VQp(dev_, qp, caps));
+}
+
+// Capabilities from the device itself; the inline limit by asking for QPs until one is made.
+Capabilities probe_caps(const Selected& s) {
+  Capabilities c;
+  ibv_device_attr da{};
+  ibv_query_device(s.ctx, &da);
+  c.rdma_read = true;
+  c.rdma_write_imm = true;
+  c.atomics = da.atomic_cap != IBV_ATOMIC_NONE;
+  c.max_sge = static_cast<std::uint32_t>(std::min(da.max_sge, 16));
+  c.max_qp_wr = static_cast<std::uint32_t>(da.max_qp_wr);
+  c.max_cq_entries = static_cast<std::uint32_t>(da.max_cqe);
+  c.max_msg_size = s.port_attr.max_msg_sz;
+  ibv_pd* pd = ibv_alloc_pd(s.ctx);
+  ibv_cq* cq = pd ? ibv_create_cq(s.ctx, 4, nullptr, nullptr, 0) : nullptr;
+  for (std::uint32_t inl : {1024u, 512u, 256u, 240u, 128u, 64u, 0u}) {
+    if (!cq) break;
+    ibv_qp_init_attr ia{};
+    ia.send_cq = cq;
+    ia.recv_cq = cq;
+    ia.qp_type = IBV_QPT_RC;
+    ia.cap.max_send_wr = 1;
+    ia.cap.max_recv_wr = 1;
+    ia.cap.max_send_sge = 1;
+    ia.cap.max_recv_sge = 1;
+    ia.cap.max_inline_data = inl;
+    if (ibv_qp* qp = ibv_create_qp(pd, &ia)) {
+      c.max_inline = inl;
+      ibv_destroy_qp(qp);
+      break;
+    }
+  }
+  if (cq) ibv_destroy_cq(cq);
+  if (pd) ibv_dealloc_pd(pd);
+  return c;
+}
+
+class WallRuntime final : public Runtime {
+ public:
+  explicit WallRuntime(Bootstrap* boot) : t0_(Clock::now()), boot_(boot) {}
+  double now() override { return std::chrono::duration<double>(Clock::now() - t0_).count(); }
+  void compute(double seconds) override { std::this_thread::sleep_for(std::chrono::duration<double>(seconds)); }
+  Status wait_for_byte(const volatile std::uint8_t* addr, std::uint8_t value, double timeout_s) override {
+    // Busy-polls the memory, as ib_write_lat does.
+    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+    for (std::uint64_t spins = 0;; ++spins) {
+      if (*addr == value) return Status::ok();
+      if ((spins & 0xffff) == 0) {
+        auto now = Clock::now();
+        if (now > deadline) return Status(Errc::timeout, fmt::format("byte not written within {}s", timeout_s));
+        if (boot_ && (spins & 0xfffff) == 0) RDMALAB_TRY(boot_->health());
+      }
+    }
+  }
+
+ private:
+  Clock::time_point t0_;
+  Bootstrap* boot_;
+};
+
+struct VerbsOptions {
+  std::string device;
+  int port = -1;
+  int gid_index = -1;
+  WaitMode wait = WaitMode::poll;
+};
+
+VerbsOptions read_options(const Scenario* sc) {
+  VerbsOptions o;
+  if (!sc) return o;
+  if (sc->has("verbs.device")) o.device = sc->get_string("verbs.device");
+  if (sc->has("verbs.port")) o.port = static_cast<int>(sc->get_int("verbs.port"));
+  if (sc->has("verbs.gid_index")) o.gid_index = static_cast<int>(sc->get_int("verbs.gid_index"));
+  if (sc->has("verbs.wait")) o.wait = sc->get_string("verbs.wait") == "event" ? WaitMode::event : WaitMode::poll;
+  return o;
+}
+
+// Runs one rank in this process.
+Status run_rank(const LaunchSpec& spec, const RankMain& main, TcpBootstrap& boot) {
+  VerbsOptions o = read_options(spec.scenario);
+  auto sel = open_device(o.device, o.port, o.gid_index);
+  if (!sel) {
+    Status st = sel.status().with_context(fmt::format("rank {}", boot.rank()));
+    boot.abort(st.message());
+    return st;
+  }
+  Capabilities caps = probe_caps(*sel);
+  VDevice dev(std::move(sel).value(), boot.rank(), o.wait, caps);
+  dev.boot = &boot;
+  WallRuntime rt(&boot);
+  RankEnv env{boot.rank(), boot.size(), boot, rt, dev, host_memory()};
+  Status st;
+  try {
+    st = main(env);
+  } catch (const std::exception& e) {
+    st = Status(Errc::internal, fmt::format("uncaught exception: {}", e.what()));
+  }
+  if (!st) boot.abort(st.message());
+  return st;
+}
+
+std::string random_token() {
+  std::random_device rd;
+  return fmt::format("{:016x}{:016x}", (static_cast<std::uint64_t>(rd()) << 32) | rd(), (static_cast<std::uint64_t>(rd()) << 32) | rd());
+}
+
+bool write_all(int fd, const void* p, std::size_t n) {
+  const auto* c = static_cast<const char*>(p);
+  while (n > 0) {
+    ssize_t k = ::write(fd, c, n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;
+    c += k;
+    n -= static_cast<std::size_t>(k);
+  }
+  return true;
+}
+
+const char* link_layer_name(std::uint8_t ll) {
+  switch (ll) {
+    case IBV_LINK_LAYER_INFINIBAND: return "InfiniBand";
+    case IBV_LINK_LAYER_ETHERNET: return "Ethernet";
+    default: return "unknown";
+  }
+}
+
+// Active speed in Gb/s from the port's width and speed codes (IBTA encodings).
+double port_gbps(const ibv_port_attr& pa) {
+  int lanes = pa.active_width == 1 ? 1 : pa.active_width == 2 ? 4 : pa.active_width == 4 ? 8 : pa.active_width == 8 ? 12 : pa.active_width == 16 ? 2 : 0;
+  double per_lane = 0;
+  switch (pa.active_speed) {
+    case 1: per_lane = 2.5; break;
+    case 2: per_lane = 5; break;
+    case 4:
+    case 8: per_lane = 10; break;
+    case 16: per_lane = 14; break;
+    case 32: per_lane = 25; break;
+    case 64: per_lane = 50; break;
+    case 128: per_lane = 100; break;
+    default: break;
+  }
+  return lanes * per_lane;
+}
+
+std::string gid_netdev(ibv_context* ctx, std::uint8_t port, int index) {
+  char path[256];
+  std::snprintf(path, sizeof path, "/sys/class/infiniband/%s/ports/%u/gid_attrs/ndevs/%d", ibv_get_device_name(ctx->device), port, index);
+  FILE* f = std::fopen(path, "r");
+  if (!f) return "";
+  char buf[64] = {0};
+  if (!std::fgets(buf, sizeof buf, f)) buf[0] = 0;
+  std::fclose(f);
+  std::string s(buf);
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+class VerbsBackend final : public Backend {
+ public:
+  Result<std::vector<DeviceInfo>> devices() const override {
+    DeviceList dl;
+    if (!dl.list || dl.n == 0) return Status(Errc::not_found, no_devices_reason(dl.err));
+    std::vector<DeviceInfo> out;
+    for (int i = 0; i < dl.n; ++i) {
+      ibv_context* ctx = ibv_open_device(dl.list[i]);
+      if (!ctx) continue;
+      ibv_device_attr da{};
+      ibv_query_device(ctx, &da);
+      for (int p = 1; p <= da.phys_port_cnt; ++p) {
+        ibv_port_attr pa{};
+        if (ibv_query_port(ctx, static_cast<std::uint8_t>(p), &pa) != 0) continue;
+        DeviceInfo d;
+        d.device = ibv_get_device_name(dl.list[i]);
+        d.port = p;
+        d.state = ibv_port_state_str(pa.state);
+        d.link_layer = link_layer_name(pa.link_layer);
+        d.active_mtu = mtu_bytes(pa.active_mtu);
+        d.speed_gbps = port_gbps(pa);
+        d.lid = pa.lid;
+        for (int g = 0; g < pa.gid_tbl_len; ++g) {
+          ibv_gid_entry e{};
+          if (ibv_query_gid_ex(ctx, static_cast<std::uint32_t>(p), static_cast<std::uint32_t>(g), &e, 0) != 0) continue;
+          bool zero = std::all_of(e.gid.raw, e.gid.raw + 16, [](std::uint8_t b) { return b == 0; });
+          if (zero) continue;
+          const char* type = e.gid_type == IBV_GID_TYPE_ROCE_V2 ? "RoCE v2" : e.gid_type == IBV_GID_TYPE_ROCE_V1 ? "RoCE v1" : "IB";
+          d.gids.push_back({g, gid_text(e.gid), type, gid_netdev(ctx, static_cast<std::uint8_t>(p), g)});
+        }
+        out.push_back(std::move(d));
+      }
+      ibv_close_device(ctx);
+    }
+    return out;
+  }
+
+  std::string name() const override { return "verbs"; }
+  std::string description() const override { return "libibverbs (rdma-core): ConnectX and Soft-RoCE, ranks as processes"; }
+  Availability availability() const override {
+    DeviceList dl;
+    if (!dl.list || dl.n == 0) return {false, no_devices_reason(dl.err)};
+    auto s = open_device("", -1, -1);
+    if (!s) return {false, s.status().message()};
+    ibv_close_device(s->ctx);
+    return {true, ""};
+  }
+  Capabilities capabilities() const override {
+    auto s = open_device("", -1, -1);
+    if (!s) return {};
+    Capabilities c = probe_caps(*s);
+    ibv_close_device(s->ctx);
+    return c;
+  }
+  void add_keys(Schema& schema) const override {
+    using T = ValueType;
+    schema.add(KeySpec{"verbs.device", T::string, "", "RDMA device to use (ibv_devices); default: the first with an ACTIVE port", {}});
+    schema.add(KeySpec{"verbs.port", T::integer, "", "port number; default: the first ACTIVE port", {}, 1, 255});
+    schema.add(KeySpec{"verbs.gid_index", T::integer, "", "GID index (perftest -x); default: a RoCE v2 GID on Ethernet ports", {}, 0, 1024});
+    schema.add(KeySpec{"verbs.wait", T::enumeration, "poll", "waiting for completions: poll (busy, lowest latency) or event (completion channel, low CPU)",
+                       {"poll", "event"}});
+  }
+  Status check(const Scenario& sc) const override {
+    VerbsOptions o = read_options(&sc);
+    auto s = open_device(o.device, o.port, o.gid_index);
+    if (!s) return sc.error(sc.is_set("verbs.device") ? "verbs.device" : "backend", s.status().message());
+    ibv_close_device(s->ctx);
+    return Status::ok();
+  }
+  bool hosts_all_ranks() const override { return false; }
+
+  Status launch(const LaunchSpec& spec, const RankMain& main) override {
+    if (!spec.placement.rendezvous.empty()) {
+      // One rank of a run across processes or machines.
+      auto hp = parse_host_port(spec.placement.rendezvous);
+      if (!hp) return hp.status();
+      TcpBootstrapOptions bo;
+      bo.host = hp->first;
+      bo.port = hp->second;
+      bo.rank = spec.placement.rank;
+      bo.size = spec.placement.size;
+      bo.token = spec.placement.token;
+      if (bo.size != spec.ranks)
+        return Status(Errc::invalid_argument, fmt::format("--size {} but the scenario has {} ranks (fabric.nodes)", bo.size, spec.ranks));
+      RDMALAB_ASSIGN(auto boot, TcpBootstrap::listen(bo));
+      RDMALAB_TRY(boot->connect());
+      Status st = run_rank(spec, main, *boot);
+      if (spec.import_state && spec.export_state) spec.import_state(spec.export_state());
+      return st;
+    }
+    return launch_local(spec, main);
+  }
+
+ private:
+  // Every rank a child process of this one, connected through 127.0.0.1.
+  Status launch_local(const LaunchSpec& spec, const RankMain& main) {
+    TcpBootstrapOptions bo;
+    bo.host = "127.0.0.1";
+    bo.port = 0;
+    bo.rank = 0;
+    bo.size = spec.ranks;
+    bo.token = random_token();
+    RDMALAB_ASSIGN(auto hub, TcpBootstrap::listen(bo));  // bound before forking: children connect to it
+    const int port = hub->port();
+    std::vector<pid_t> pids;
+    std::vector<int> pipes;
+    std::fflush(stdout);
+    std::fflush(stderr);
+    for (int r = 0; r < spec.ranks; ++r) {
+      int fds[2];
+      if (::pipe(fds) != 0) return Status(Errc::io, fmt::format("pipe: {}", std::strerror(errno)));
+      pid_t pid = ::fork();
+      if (pid < 0) return Status(Errc::io, fmt::format("fork: {}", std::strerror(errno)));
+      if (pid == 0) {
+        ::close(fds[0]);
+        Status st;
+        if (r == 0) {
+          st = hub->connect();
+          if (st) st = run_rank(spec, main, *hub);
+        } else {
+          TcpBootstrapOptions co = bo;
+          co.rank = r;
+          co.port = port;
+          auto b = TcpBootstrap::listen(co);
+          st = b ? b.value()->connect() : b.status();
+          if (st) st = run_rank(spec, main, *b.value());
+        }
+        std::string state = spec.export_state ? spec.export_state() : std::string();
+        std::int32_t code = static_cast<std::int32_t>(st.code());
+        std::uint64_t ml = st.message().size(), sl = state.size();
+        write_all(fds[1], &code, sizeof code);
+        write_all(fds[1], &ml, sizeof ml);
+        write_all(fds[1], st.message().data(), ml);
+        write_all(fds[1], &sl, sizeof sl);
+        write_all(fds[1], state.data(), sl);
+        ::close(fds[1]);
+        std::fflush(stdout);
+        std::fflush(stderr);
+        ::_exit(0);
+      }
+      ::close(fds[1]);
+      pids.push_back(pid);
+      pipes.push_back(fds[0]);
+    }
+    hub.reset();  // the parent's copy of the listening socket
+    std::vector<Status> results;
+    for (int r = 0; r < spec.ranks; ++r) {
+      std::string bytes;
+      char buf[65536];
+      while (true) {
+        ssize_t k = ::read(pipes[static_cast<std::size_t>(r)], buf, sizeof buf);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) break;
+        bytes.append(buf, static_cast<std::size_t>(k));
+      }
+      ::close(pipes[static_cast<std::size_t>(r)]);
+      int ws = 0;
+      while (::waitpid(pids[static_cast<std::size_t>(r)], &ws, 0) < 0 && errno == EINTR) {
+      }
+      std::size_t off = 0;
+      auto take = [&](void* p, std::size_t n) {
+        if (off + n > bytes.size()) return false;
+        std::memcpy(p, bytes.data() + off, n);
+        off += n;
+        return true;
+      };
+      std::int32_t code = 0;
+      std::uint64_t ml = 0, sl = 0;
+      std::string msg, state;
+      bool ok = take(&code, sizeof code) && take(&ml, sizeof ml) && off + ml <= bytes.size();
+      if (ok) {
+        msg.assign(bytes.data() + off, ml);
+        off += ml;
+        ok = take(&sl, sizeof sl) && off + sl <= bytes.size();
+        if (ok) state.assign(bytes.data() + off, sl);
+      }
+      if (!ok) {
+        results.push_back(Status(Errc::internal, WIFSIGNALED(ws) ? fmt::format("rank {} died of signal {}", r, WTERMSIG(ws))
+                                                                  : fmt::format("rank {} ended without a report", r)));
+        continue;
+      }
+      if (spec.import_state) spec.import_state(state);
+      results.push_back(code == 0 ? Status::ok() : Status(static_cast<Errc>(code), msg));
+    }
+    for (int r = 0; r < spec.ranks; ++r) {
+      const Status& st = results[static_cast<std::size_t>(r)];
+      if (!st && st.code() != Errc::bootstrap)
+        return st.message().rfind("rank ", 0) == 0 ? st : st.with_context(fmt::format("rank {}", r));
+    }
+    for (int r = 0; r < spec.ranks; ++r)
+      if (!results[static_cast<std::size_t>(r)]) return results[static_cast<std::size_t>(r)].with_context(fmt::format("rank {}", r));
+    return Status::ok();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_backend() { return std::make_unique<VerbsBackend>(); }
+
+}  // namespace rdmalab::verbs
