@@ -21,7 +21,7 @@ namespace {
 constexpr std::uint32_t kMagic = 0x52444D4C;  // "RDML"
 constexpr std::uint16_t kVersion = 1;
 constexpr std::uint32_t kMaxLen = 256u << 20;
-enum MsgType : std::uint16_t { kHello = 1, kWelcome = 2, kData = 3, kAbort = 4 };
+enum MsgType : std::uint16_t { kHello = 1, kWelcome = 2, kData = 3, kAbort = 4, kBye = 5 };
 
 using Clock = std::chrono::steady_clock;
 Clock::time_point deadline_in(double s) {
@@ -81,7 +81,7 @@ Result<std::pair<std::uint16_t, std::vector<std::byte>>> recv_msg(int fd, Clock:
   if (m != kMagic) return Status(Errc::bootstrap, fmt::format("bootstrap: {} sent a message that is not rdmalab's (bad magic)", who));
   if (v != kVersion)
     return Status(Errc::bootstrap, fmt::format("bootstrap: {} speaks protocol version {}, this rdmalab speaks {}", who, v, kVersion));
-  if (t < kHello || t > kAbort) return Status(Errc::bootstrap, fmt::format("bootstrap: {} sent an unknown message type {}", who, t));
+  if (t < kHello || t > kBye) return Status(Errc::bootstrap, fmt::format("bootstrap: {} sent an unknown message type {}", who, t));
   if (l > kMaxLen) return Status(Errc::bootstrap, fmt::format("bootstrap: {} announced a {}-byte message (limit {})", who, l, kMaxLen));
   std::vector<std::byte> body(l);
   if (l) RDMALAB_TRY(io_all(fd, body.data(), l, deadline, true, who));
@@ -136,6 +136,10 @@ Result<std::pair<std::string, int>> parse_host_port(const std::string& text) {
 }
 
 TcpBootstrap::~TcpBootstrap() {
+  // A rank that ends normally says so, so that peers still finishing do not take the closed
+  // connection for a death.
+  for (int fd : peers_)
+    if (fd >= 0 && !failed_) (void)send_msg(fd, kBye, {}, deadline_in(0.5), "a peer");
   for (int fd : peers_)
     if (fd >= 0) ::close(fd);
   if (listen_fd_ >= 0) ::close(listen_fd_);
@@ -272,10 +276,12 @@ Result<std::vector<std::byte>> TcpBootstrap::allgather(std::span<const std::byte
   };
   if (opt_.size == 1) return std::vector<std::byte>(mine.begin(), mine.end());
   if (opt_.rank != 0) {
+    if (peers_.empty() || peers_[0] < 0) return fail(Status(Errc::bootstrap, "rank 0 has ended"));
     Status st = send_msg(peers_[0], kData, mine, deadline, "rank 0");
     if (!st) return fail(st);
     auto reply = recv_msg(peers_[0], deadline, "rank 0");
     if (!reply) return fail(reply.status());
+    if (reply->first == kBye) return fail(Status(Errc::bootstrap, "rank 0 ended without joining this collective"));
     if (reply->first == kAbort) {
       failed_ = true;
       failure_ = text_of(reply->second);
@@ -288,9 +294,11 @@ Result<std::vector<std::byte>> TcpBootstrap::allgather(std::span<const std::byte
   std::vector<std::byte> all(mine.size() * static_cast<std::size_t>(opt_.size));
   std::memcpy(all.data(), mine.data(), mine.size());
   for (int r = 1; r < opt_.size; ++r) {
+    if (peers_[static_cast<std::size_t>(r)] < 0) return fail(Status(Errc::bootstrap, fmt::format("rank {} has ended", r)));
     auto m = recv_msg(peers_[static_cast<std::size_t>(r)], deadline, fmt::format("rank {}", r));
     if (!m) return fail(Status(Errc::bootstrap, fmt::format("rank {} is gone: {}", r, m.status().message())));
     if (m->first == kAbort) return fail(Status(Errc::bootstrap, fmt::format("rank {} stopped: {}", r, text_of(m->second))));
+    if (m->first == kBye) return fail(Status(Errc::bootstrap, fmt::format("rank {} ended without joining this collective", r)));
     if (m->first != kData) return fail(Status(Errc::bootstrap, fmt::format("rank {} sent an unexpected message", r)));
     if (m->second.size() != mine.size())
       return fail(Status(Errc::invalid_argument, fmt::format("allgather: rank {} contributed {} bytes, rank 0 {}", r, m->second.size(), mine.size())));
@@ -322,6 +330,12 @@ Status TcpBootstrap::health() {
     if (k < static_cast<ssize_t>(sizeof h)) continue;
     std::uint16_t t;
     std::memcpy(&t, h + 6, 2);
+    if (ntohs(t) == kBye) {  // that peer finished normally: stop watching it
+      (void)recv_msg(fd, deadline_in(1), who);
+      ::close(fd);
+      peers_[i] = -1;
+      continue;
+    }
     if (ntohs(t) != kAbort) continue;  // a peer early in the next allgather: leave it for allgather
     auto m = recv_msg(fd, deadline_in(1), who);
     failed_ = true;
