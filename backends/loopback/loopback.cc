@@ -225,6 +225,7 @@ class LbQp final : public QueuePair {
     return ep;
   }
 
+  QpCaps caps() const override { return caps_; }
   Status to_init() override { return transition(QpState::reset, QpState::init, nullptr); }
   Status to_rtr(const QpConnectAttr& attr) override {
     if (attr.rnr_retry > 7 || attr.retry_cnt > 7)

@@ -253,6 +253,7 @@ class SimQp final : public QueuePair {
     ep.rank = static_cast<std::uint32_t>(rank_);
     return ep;
   }
+  QpCaps caps() const override { return caps_; }
   Status to_init() override { return transition(QpState::reset, QpState::init, nullptr); }
   Status to_rtr(const QpConnectAttr& attr) override {
     if (attr.rnr_retry > 7 || attr.retry_cnt > 7) return Status(Errc::invalid_argument, "retry_cnt and rnr_retry are 3-bit counters (0..7)");

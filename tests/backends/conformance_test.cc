@@ -173,6 +173,8 @@ TEST_P(Conformance, PostSendIsRefusedUnlessTheQpIsInRts) {
 }
 
 TEST_P(Conformance, RequestsPostedInErrAreFlushed) {
+  if (!caps_.flushes_posts_in_err)
+    GTEST_SKIP() << GetParam() << " on this device does not flush requests posted in ERR (Linux 6.1 rxe; fixed in later kernels)";
   with_pair({}, [](Side& s) {
     ASSERT_TRUE(s.qp->to_error().is_ok());
     Sge g = sge(s, 0, 8);
@@ -477,7 +479,9 @@ TEST_P(Conformance, BadLocalKeyGivesLocalProtectionError) {
     wr.remote_addr = s.peer.addr;
     wr.rkey = s.peer.rkey;
     ASSERT_TRUE(post(s, wr, {&g, 1}).is_ok());
-    EXPECT_EQ(wait_one(s).status, WcStatus::loc_prot_err);
+    // A local error; mlx5, loopback and simgrid say loc_prot_err, Linux 6.1's rxe loc_qp_op_err.
+    WcStatus st = wait_one(s).status;
+    EXPECT_TRUE(st == WcStatus::loc_prot_err || st == WcStatus::loc_qp_op_err) << wc_status_str(st);
     EXPECT_EQ(s.qp->state(), QpState::err);
   });
 }
@@ -534,7 +538,10 @@ TEST_P(Conformance, ReceiveTooSmallGivesLocalLengthErrorAtTheReceiver) {
       ASSERT_TRUE(post(s, wr, {&g, 1}).is_ok());
       EXPECT_NE(wait_one(s).status, WcStatus::success);
     } else {
-      EXPECT_EQ(wait_one(s).status, WcStatus::loc_len_err);
+      // The receiver's local error; mlx5 and the reference say loc_len_err, Linux 6.1's rxe
+      // loc_qp_op_err.
+      WcStatus st = wait_one(s).status;
+      EXPECT_TRUE(st == WcStatus::loc_len_err || st == WcStatus::loc_qp_op_err) << wc_status_str(st);
     }
   });
 }
@@ -567,8 +574,11 @@ TEST_P(Conformance, PostingMoreThanTheSendQueueHoldsIsRefused) {
   o.caps.max_send_wr = 4;
   with_pair(o, [](Side& s) {
     if (s.rank() != 0) return;
+    // Hardware may round the depth up: the QP holds what caps() says, at least what was asked.
+    const std::uint32_t depth = s.qp->caps().max_send_wr;
+    EXPECT_GE(depth, 4u);
     Sge g = sge(s, 0, 8);
-    std::array<SendWr, 6> list{};
+    std::vector<SendWr> list(depth + 2);
     for (auto& wr : list) {
       wr.opcode = SendOpcode::rdma_write;
       wr.remote_addr = s.peer.addr;
@@ -576,11 +586,11 @@ TEST_P(Conformance, PostingMoreThanTheSendQueueHoldsIsRefused) {
       wr.signaled = true;
       wr.sg_list = {&g, 1};
     }
-    std::size_t bad = 99;
+    std::size_t bad = 99999;
     Status st = s.qp->post_send(list, &bad);
-    EXPECT_EQ(st.code(), Errc::no_memory);
-    EXPECT_EQ(bad, 4u) << "the first four were accepted";
-    for (int i = 0; i < 4; ++i) EXPECT_EQ(wait_one(s).status, WcStatus::success);
+    EXPECT_EQ(st.code(), Errc::no_memory) << st.to_string();
+    EXPECT_EQ(bad, depth) << "the first " << depth << " were accepted";
+    for (std::uint32_t i = 0; i < depth; ++i) EXPECT_EQ(wait_one(s).status, WcStatus::success);
   });
 }
 

@@ -33,6 +33,9 @@ struct Capabilities {
   bool rdma_read = false;
   bool rdma_write_imm = false;
   bool atomics = false;           // 8-byte fetch-and-add and compare-and-swap
+  // Requests and receives posted to a QP already in ERR complete with wr_flush_err. (Linux 6.1's
+  // rxe does not: it leaves them without a completion; later kernels flush them.)
+  bool flushes_posts_in_err = true;
   bool models_time = false;       // the runtime clock is a model (SimGrid), not a wall clock
   std::uint32_t max_inline = 0;   // largest inline payload, bytes
   std::uint32_t max_sge = 1;      // per work request, send and receive
@@ -196,6 +199,9 @@ class QueuePair {
   virtual QpState state() const = 0;
   // This QP's address to give the peer. Valid from creation on.
   virtual QpEndpoint endpoint() const = 0;
+  // The capacities the QP really has: at least what create_qp asked for (hardware rounds queue
+  // depths and inline sizes up, as ibv_create_qp reports).
+  virtual QpCaps caps() const = 0;
 
   // State transitions, as in verbs: RESET→INIT→RTR (needs the peer's endpoint)→RTS.
   // Any state → ERR with to_error(); ERR or any → RESET with reset().
