@@ -960,9 +960,7 @@ class VerbsBackend final : public Backend {
         return Status(Errc::invalid_argument, fmt::format("--size {} but the scenario has {} ranks (fabric.nodes)", bo.size, spec.ranks));
       RDMALAB_ASSIGN(auto boot, TcpBootstrap::listen(bo));
       RDMALAB_TRY(boot->connect());
-      Status st = run_rank(spec, main, *boot);
-      if (spec.import_state && spec.export_state) spec.import_state(spec.export_state());
-      return st;
+      return run_rank(spec, main, *boot);  // in this process: nothing to carry back
     }
     return launch_local(spec, main);
   }

@@ -1,0 +1,64 @@
+#!/bin/sh
+# Runs one part of the verbs test suite inside the Soft-RoCE VM (scripts/rxe-vm.sh calls it).
+#   in_vm.sh BUILD_DIR conformance|perftest|cli
+# Exits non-zero when anything failed; prints what ran.
+set -u
+build=$1
+part=$2
+rdmalab=$build/bin/rdmalab
+scenario=$(dirname "$0")/../../../scenarios/write-bw-64k.yaml
+fail=0
+# check NAME WANT_STATUS PATTERN COMMAND...: the command exits WANT_STATUS and, unless PATTERN is
+# empty, its output contains PATTERN.
+check() {
+  name=$1; want=$2; pattern=$3; shift 3
+  out=$("$@" 2>&1); got=$?
+  if [ "$got" -ne "$want" ]; then
+    echo "[ FAIL ] $name: exit $got, wanted $want"; fail=1
+  elif [ -n "$pattern" ] && ! printf '%s' "$out" | grep -q -- "$pattern"; then
+    echo "[ FAIL ] $name: the output does not say '$pattern'"; fail=1
+  else
+    echo "[ PASS ] $name"
+  fi
+  printf '%s\n' "$out" | sed 's/^/    /'
+}
+case "$part" in
+  conformance)
+    "$build/tests/backends_conformance_test" --gtest_filter='*verbs*' || fail=1 ;;
+  perftest)
+    "$build/tests/core_perftest_test" --gtest_filter='*verbs*' || fail=1 ;;
+  cli)
+    check "devices lists rxe0 with its RoCE v2 GID" 0 "RoCE v2" "$rdmalab" devices
+    check "devices --json" 0 '"device": "rxe0"' "$rdmalab" devices --json
+    check "write_bw on verbs, payload checked" 0 "errors" "$rdmalab" run "$scenario" --backend verbs --set workload.iterations=500
+    check "send_bw sweep on verbs, event-driven waits" 0 "65536" "$rdmalab" run "$scenario" --backend verbs --set verbs.wait=event \
+      --set workload.type=send_bw --set workload.sizes=2B..64KiB --set workload.iterations=100
+    check "an unknown device lists the ones present" 2 "present: rxe0" "$rdmalab" run "$scenario" --backend verbs --set verbs.device=mlx5_9
+    # Two processes through the TCP rendezvous.
+    T=0123456789abcdef
+    "$rdmalab" run "$scenario" --backend verbs --bootstrap 127.0.0.1:18515 --rank 1 --size 2 --token $T --quiet --set workload.iterations=300 &
+    p1=$!
+    check "two processes via --bootstrap" 0 "65536" "$rdmalab" run "$scenario" --backend verbs --bootstrap 127.0.0.1:18515 --rank 0 --size 2 \
+      --token $T --set workload.iterations=300
+    wait $p1 || { echo "[ FAIL ] rank 1 of the --bootstrap run"; fail=1; }
+    # A peer killed mid-run stops the other within a bounded time, naming it.
+    "$rdmalab" run "$scenario" --backend verbs --bootstrap 127.0.0.1:18516 --rank 1 --size 2 --token $T --quiet \
+      --set workload.type=send_lat --set workload.iterations=100000000 > /dev/null 2>&1 &
+    p1=$!
+    ( sleep 8; kill -9 $p1 ) &
+    start=$(date +%s)
+    check "a killed peer stops rank 0 with its rank named" 1 "rank 1" "$rdmalab" run "$scenario" --backend verbs --bootstrap 127.0.0.1:18516 \
+      --rank 0 --size 2 --token $T --set workload.type=send_lat --set workload.iterations=100000000 --set workload.timeout=60s
+    took=$(( $(date +%s) - start ))
+    if [ "$took" -gt 45 ]; then echo "[ FAIL ] rank 0 took ${took}s to notice"; fail=1; else echo "[ PASS ] noticed ${took}s after start (killed at 8s)"; fi
+    # A rank with the wrong token is dropped; rank 0 gives up naming the rank that never joined.
+    "$rdmalab" run "$scenario" --backend verbs --bootstrap 127.0.0.1:18517 --rank 1 --size 2 --token wrong --quiet > /dev/null 2>&1 &
+    p1=$!
+    check "a rank with the wrong token is dropped" 1 "ranks 1 did not join" env RDMALAB_TOKEN=$T "$rdmalab" run "$scenario" --backend verbs \
+      --bootstrap 127.0.0.1:18517 --rank 0 --size 2
+    kill $p1 2>/dev/null; wait $p1 2>/dev/null
+    check "--bootstrap without a token is refused" 2 "token" "$rdmalab" run "$scenario" --backend verbs --bootstrap 127.0.0.1:18518 --rank 0 --size 2
+    ;;
+  *) echo "in_vm.sh: unknown part '$part'"; exit 2 ;;
+esac
+exit $fail
