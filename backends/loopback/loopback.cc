@@ -278,15 +278,7 @@ class LbQp final : public QueuePair {
     wc.status = st;
     wc.byte_len = byte_len;
     wc.qp_num = qpn_;
-    switch (p.wr.opcode) {
-      case SendOpcode::rdma_write:
-      case SendOpcode::rdma_write_with_imm: wc.opcode = WcOpcode::rdma_write; break;
-      case SendOpcode::send:
-      case SendOpcode::send_with_imm: wc.opcode = WcOpcode::send; break;
-      case SendOpcode::rdma_read: wc.opcode = WcOpcode::rdma_read; break;
-      case SendOpcode::atomic_fetch_add: wc.opcode = WcOpcode::fetch_add; break;
-      case SendOpcode::atomic_cmp_swap: wc.opcode = WcOpcode::comp_swap; break;
-    }
+    wc.opcode = wc_opcode_for(p.wr.opcode);
     scq_.push(Cqe{wc, this, p.seq, true});
   }
 
@@ -359,17 +351,8 @@ Status LbQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index) {
     };
     if (state_ != QpState::rts && state_ != QpState::err)
       return fail(Errc::invalid_state, fmt::format("post_send needs the QP in RTS (it is in {})", qp_state_name(state_)));
-    if (wr.sg_list.size() > caps_.max_send_sge)
-      return fail(Errc::invalid_argument, fmt::format("{} SGEs, the QP allows {}", wr.sg_list.size(), caps_.max_send_sge));
     std::uint64_t len = 0;
-    for (const auto& s : wr.sg_list) len += s.length;
-    const bool atomic = wr.opcode == SendOpcode::atomic_fetch_add || wr.opcode == SendOpcode::atomic_cmp_swap;
-    if (atomic && (len != 8 || wr.sg_list.size() != 1)) return fail(Errc::invalid_argument, "an atomic needs one 8-byte SGE");
-    if (wr.inline_data) {
-      if (len > caps_.max_inline)
-        return fail(Errc::invalid_argument, fmt::format("{} bytes inline, the QP allows {}", len, caps_.max_inline));
-      if (wr.opcode == SendOpcode::rdma_read || atomic) return fail(Errc::invalid_argument, "reads and atomics cannot be inline");
-    }
+    if (Status bad = check_send_wr(wr, caps_, len); !bad) return fail(bad.code(), bad.message());
     if (posted_ - retired_ >= caps_.max_send_wr)
       return fail(Errc::no_memory, fmt::format("send queue full ({} outstanding): poll completions before posting more", caps_.max_send_wr));
     PendingSend p;
@@ -840,15 +823,7 @@ class LoopbackBackend final : public Backend {
       });
     }
     for (auto& t : threads) t.join();
-    // Report the root cause: the first failure that is not another rank's abort notice.
-    for (int r = 0; r < spec.ranks; ++r) {
-      const Status& st = results[static_cast<std::size_t>(r)];
-      if (!st && st.code() != Errc::bootstrap)
-        return st.message().rfind("rank ", 0) == 0 ? st : st.with_context(fmt::format("rank {}", r));
-    }
-    for (int r = 0; r < spec.ranks; ++r)
-      if (!results[static_cast<std::size_t>(r)]) return results[static_cast<std::size_t>(r)].with_context(fmt::format("rank {}", r));
-    return Status::ok();
+    return first_failure(results);
   }
 
  private:

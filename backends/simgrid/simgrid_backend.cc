@@ -30,6 +30,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "common/child_process.h"
 #include "rdmalab/record.h"
 #include "rdmalab/scenario.h"
 #include "simgrid/platform.h"
@@ -306,15 +307,7 @@ class SimQp final : public QueuePair {
     wc.status = st;
     wc.byte_len = static_cast<std::uint32_t>(op.len);
     wc.qp_num = qpn_;
-    switch (op.wr.opcode) {
-      case SendOpcode::rdma_write:
-      case SendOpcode::rdma_write_with_imm: wc.opcode = WcOpcode::rdma_write; break;
-      case SendOpcode::send:
-      case SendOpcode::send_with_imm: wc.opcode = WcOpcode::send; break;
-      case SendOpcode::rdma_read: wc.opcode = WcOpcode::rdma_read; break;
-      case SendOpcode::atomic_fetch_add: wc.opcode = WcOpcode::fetch_add; break;
-      case SendOpcode::atomic_cmp_swap: wc.opcode = WcOpcode::comp_swap; break;
-    }
+    wc.opcode = wc_opcode_for(op.wr.opcode);
     scq_.push(wc, this, op.seq, true);
   }
 
@@ -672,16 +665,9 @@ Status SimQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index) {
     };
     if (state_ != QpState::rts && state_ != QpState::err)
       return fail(Errc::invalid_state, fmt::format("post_send needs the QP in RTS (it is in {})", qp_state_name(state_)));
-    if (wr.sg_list.size() > caps_.max_send_sge)
-      return fail(Errc::invalid_argument, fmt::format("{} SGEs, the QP allows {}", wr.sg_list.size(), caps_.max_send_sge));
     std::uint64_t len = 0;
-    for (const auto& s : wr.sg_list) len += s.length;
-    const bool atomic = wr.opcode == SendOpcode::atomic_fetch_add || wr.opcode == SendOpcode::atomic_cmp_swap;
-    if (atomic && (len != 8 || wr.sg_list.size() != 1)) return fail(Errc::invalid_argument, "an atomic needs one 8-byte SGE");
-    if (wr.inline_data) {
-      if (len > caps_.max_inline) return fail(Errc::invalid_argument, fmt::format("{} bytes inline, the QP allows {}", len, caps_.max_inline));
-      if (wr.opcode == SendOpcode::rdma_read || atomic) return fail(Errc::invalid_argument, "reads and atomics cannot be inline");
-    }
+    if (Status bad = check_send_wr(wr, caps_, len); !bad) return fail(bad.code(), bad.message());
+    const bool atomic = is_atomic(wr.opcode);
     if (posted_ - retired_ >= caps_.max_send_wr)
       return fail(Errc::no_memory, fmt::format("send queue full ({} outstanding): poll completions before posting more", caps_.max_send_wr));
     auto op = std::make_shared<Op>();
@@ -881,29 +867,6 @@ class SimRuntime final : public Runtime {
 // ------------------------------------------------------------------------------------------
 // Running a launch in a child process.
 
-struct ChildReport {
-  Status status;
-  std::string state;
-};
-
-bool write_all(int fd, const void* p, std::size_t n) {
-  const auto* c = static_cast<const char*>(p);
-  while (n > 0) {
-    ssize_t k = ::write(fd, c, n);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return false;
-    c += k;
-    n -= static_cast<std::size_t>(k);
-  }
-  return true;
-}
-
-void write_string(int fd, const std::string& s) {
-  std::uint64_t n = s.size();
-  write_all(fd, &n, sizeof n);
-  write_all(fd, s.data(), s.size());
-}
-
 // The record's picture of the platform: a node per rank, the switch of a star, and every link
 // (each direction of a split-duplex link is a link of its own). Ends are known for star and
 // full; SimGrid's cluster zones (fat tree, torus, dragonfly) do not expose their switches, so
@@ -1058,14 +1021,7 @@ Status simulate(const LaunchSpec& spec, const RankMain& main, const Scenario& sc
     return Status(Errc::internal, fmt::format("the simulation deadlocked: {} rank(s) still waiting ({}{}) with nothing left in flight",
                                               stuck.size(), list, stuck.size() > 8 ? ", …" : ""));
   }
-  for (int r = 0; r < spec.ranks; ++r) {
-    const Status& st = results[static_cast<std::size_t>(r)];
-    if (!st && st.code() != Errc::bootstrap)
-      return st.message().rfind("rank ", 0) == 0 ? st : st.with_context(fmt::format("rank {}", r));
-  }
-  for (int r = 0; r < spec.ranks; ++r)
-    if (!results[static_cast<std::size_t>(r)]) return results[static_cast<std::size_t>(r)].with_context(fmt::format("rank {}", r));
-  return Status::ok();
+  return first_failure(results);
 }
 
 class SimgridBackend final : public Backend {
@@ -1095,66 +1051,16 @@ class SimgridBackend final : public Backend {
     }
     if (sc->get_int("fabric.nodes") != spec.ranks)
       return Status(Errc::invalid_argument, fmt::format("launch of {} ranks on a fabric of {} nodes", spec.ranks, sc->get_int("fabric.nodes")));
-    int fds[2];
-    if (::pipe(fds) != 0) return Status(Errc::io, fmt::format("pipe: {}", std::strerror(errno)));
-    std::fflush(stdout);
-    std::fflush(stderr);
-    pid_t pid = ::fork();
-    if (pid < 0) return Status(Errc::io, fmt::format("fork: {}", std::strerror(errno)));
-    if (pid == 0) {
-      ::close(fds[0]);
-      Status st;
-      try {
-        st = simulate(spec, main, *sc);
-      } catch (const std::exception& e) {
-        st = Status(Errc::internal, fmt::format("simulation failed: {}", e.what()));
-      }
-      std::string state = spec.export_state ? spec.export_state() : std::string();
-      std::int32_t code = static_cast<std::int32_t>(st.code());
-      write_all(fds[1], &code, sizeof code);
-      write_string(fds[1], st.message());
-      write_string(fds[1], state);
-      ::close(fds[1]);
-      std::fflush(stdout);
-      std::fflush(stderr);
-      ::_exit(0);
-    }
-    ::close(fds[1]);
-    std::string bytes;
-    char buf[65536];
-    while (true) {
-      ssize_t k = ::read(fds[0], buf, sizeof buf);
-      if (k < 0 && errno == EINTR) continue;
-      if (k <= 0) break;
-      bytes.append(buf, static_cast<std::size_t>(k));
-    }
-    ::close(fds[0]);
-    int wstatus = 0;
-    while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
-    }
-    if (WIFSIGNALED(wstatus))
-      return Status(Errc::internal, fmt::format("the simulation process died of signal {} ({})", WTERMSIG(wstatus), strsignal(WTERMSIG(wstatus))));
-    std::size_t off = 0;
-    auto take = [&](void* p, std::size_t n) {
-      if (off + n > bytes.size()) return false;
-      std::memcpy(p, bytes.data() + off, n);
-      off += n;
-      return true;
-    };
-    auto take_string = [&](std::string& s) {
-      std::uint64_t n = 0;
-      if (!take(&n, sizeof n) || off + n > bytes.size()) return false;
-      s.assign(bytes.data() + off, n);
-      off += n;
-      return true;
-    };
-    std::int32_t code = 0;
-    std::string msg, state;
-    if (!take(&code, sizeof code) || !take_string(msg) || !take_string(state))
-      return Status(Errc::internal, "the simulation process ended without a report (see its output above)");
-    if (spec.import_state) spec.import_state(state);
-    if (code == 0) return Status::ok();
-    return Status(static_cast<Errc>(code), msg);
+    auto child = fork_child([&] {
+      ChildOutcome out;
+      out.status = simulate(spec, main, *sc);
+      out.state = spec.export_state ? spec.export_state() : std::string();
+      return out;
+    });
+    if (!child) return child.status();
+    ChildOutcome out = collect_child(child->first, child->second, "the simulation process");
+    if (spec.import_state && !out.state.empty()) spec.import_state(out.state);
+    return out.status;
   }
 };
 

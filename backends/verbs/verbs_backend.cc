@@ -25,6 +25,7 @@
 #include <random>
 #include <thread>
 
+#include "common/child_process.h"
 #include "rdmalab/scenario.h"
 #include "rdmalab/tcp_bootstrap.h"
 #include "rdmalab/units.h"
@@ -571,16 +572,12 @@ Status VQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index) {
   for (std::size_t i = 0; i < wrs.size(); ++i) {
     const SendWr& w = wrs[i];
     std::uint64_t len = 0;
-    for (const auto& s : w.sg_list) len += s.length;
-    const bool atomic = w.opcode == SendOpcode::atomic_fetch_add || w.opcode == SendOpcode::atomic_cmp_swap;
+    const bool atomic = is_atomic(w.opcode);
     auto refuse = [&](const std::string& why) {
       if (bad_index) *bad_index = i;
       return Status(Errc::invalid_argument, fmt::format("QP {:#x}: {}", qp_->qp_num, why));
     };
-    if (w.sg_list.size() > caps_.max_send_sge) return refuse(fmt::format("{} SGEs, the QP allows {}", w.sg_list.size(), caps_.max_send_sge));
-    if (atomic && (len != 8 || w.sg_list.size() != 1)) return refuse("an atomic needs one 8-byte SGE");
-    if (w.inline_data && len > caps_.max_inline) return refuse(fmt::format("{} bytes inline, the QP allows {}", len, caps_.max_inline));
-    if (w.inline_data && (atomic || w.opcode == SendOpcode::rdma_read)) return refuse("reads and atomics cannot be inline");
+    if (Status bad = check_send_wr(w, caps_, len); !bad) return refuse(bad.message());
     if (sq_posted_ + i - sq_retired_ >= caps_.max_send_wr) {
       // Post the ones that fit, then refuse the rest, as verbs does with ENOMEM.
       v.resize(i);
@@ -823,18 +820,6 @@ std::string random_token() {
   return fmt::format("{:016x}{:016x}", (static_cast<std::uint64_t>(rd()) << 32) | rd(), (static_cast<std::uint64_t>(rd()) << 32) | rd());
 }
 
-bool write_all(int fd, const void* p, std::size_t n) {
-  const auto* c = static_cast<const char*>(p);
-  while (n > 0) {
-    ssize_t k = ::write(fd, c, n);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return false;
-    c += k;
-    n -= static_cast<std::size_t>(k);
-  }
-  return true;
-}
-
 const char* link_layer_name(std::uint8_t ll) {
   switch (ll) {
     case IBV_LINK_LAYER_INFINIBAND: return "InfiniBand";
@@ -976,94 +961,36 @@ class VerbsBackend final : public Backend {
     bo.token = random_token();
     RDMALAB_ASSIGN(auto hub, TcpBootstrap::listen(bo));  // bound before forking: children connect to it
     const int port = hub->port();
-    std::vector<pid_t> pids;
-    std::vector<int> pipes;
-    std::fflush(stdout);
-    std::fflush(stderr);
+    std::vector<std::pair<pid_t, int>> children;
     for (int r = 0; r < spec.ranks; ++r) {
-      int fds[2];
-      if (::pipe(fds) != 0) return Status(Errc::io, fmt::format("pipe: {}", std::strerror(errno)));
-      pid_t pid = ::fork();
-      if (pid < 0) return Status(Errc::io, fmt::format("fork: {}", std::strerror(errno)));
-      if (pid == 0) {
-        ::close(fds[0]);
-        Status st;
+      auto child = fork_child([&, r] {
+        ChildOutcome out;
         if (r == 0) {
-          st = hub->connect();
-          if (st) st = run_rank(spec, main, *hub);
+          out.status = hub->connect();
+          if (out.status) out.status = run_rank(spec, main, *hub);
         } else {
           TcpBootstrapOptions co = bo;
           co.rank = r;
           co.port = port;
           auto b = TcpBootstrap::listen(co);
-          st = b ? b.value()->connect() : b.status();
-          if (st) st = run_rank(spec, main, *b.value());
+          out.status = b ? b.value()->connect() : b.status();
+          if (out.status) out.status = run_rank(spec, main, *b.value());
         }
-        std::string state = spec.export_state ? spec.export_state() : std::string();
-        std::int32_t code = static_cast<std::int32_t>(st.code());
-        std::uint64_t ml = st.message().size(), sl = state.size();
-        write_all(fds[1], &code, sizeof code);
-        write_all(fds[1], &ml, sizeof ml);
-        write_all(fds[1], st.message().data(), ml);
-        write_all(fds[1], &sl, sizeof sl);
-        write_all(fds[1], state.data(), sl);
-        ::close(fds[1]);
-        std::fflush(stdout);
-        std::fflush(stderr);
-        ::_exit(0);
-      }
-      ::close(fds[1]);
-      pids.push_back(pid);
-      pipes.push_back(fds[0]);
+        out.state = spec.export_state ? spec.export_state() : std::string();
+        return out;
+      });
+      if (!child) return child.status();
+      children.push_back(*child);
     }
     hub.reset();  // the parent's copy of the listening socket
     std::vector<Status> results;
     for (int r = 0; r < spec.ranks; ++r) {
-      std::string bytes;
-      char buf[65536];
-      while (true) {
-        ssize_t k = ::read(pipes[static_cast<std::size_t>(r)], buf, sizeof buf);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) break;
-        bytes.append(buf, static_cast<std::size_t>(k));
-      }
-      ::close(pipes[static_cast<std::size_t>(r)]);
-      int ws = 0;
-      while (::waitpid(pids[static_cast<std::size_t>(r)], &ws, 0) < 0 && errno == EINTR) {
-      }
-      std::size_t off = 0;
-      auto take = [&](void* p, std::size_t n) {
-        if (off + n > bytes.size()) return false;
-        std::memcpy(p, bytes.data() + off, n);
-        off += n;
-        return true;
-      };
-      std::int32_t code = 0;
-      std::uint64_t ml = 0, sl = 0;
-      std::string msg, state;
-      bool ok = take(&code, sizeof code) && take(&ml, sizeof ml) && off + ml <= bytes.size();
-      if (ok) {
-        msg.assign(bytes.data() + off, ml);
-        off += ml;
-        ok = take(&sl, sizeof sl) && off + sl <= bytes.size();
-        if (ok) state.assign(bytes.data() + off, sl);
-      }
-      if (!ok) {
-        results.push_back(Status(Errc::internal, WIFSIGNALED(ws) ? fmt::format("rank {} died of signal {}", r, WTERMSIG(ws))
-                                                                  : fmt::format("rank {} ended without a report", r)));
-        continue;
-      }
-      if (spec.import_state) spec.import_state(state);
-      results.push_back(code == 0 ? Status::ok() : Status(static_cast<Errc>(code), msg));
+      auto [pid, fd] = children[static_cast<std::size_t>(r)];
+      ChildOutcome out = collect_child(pid, fd, fmt::format("rank {}", r));
+      if (spec.import_state && !out.state.empty()) spec.import_state(out.state);
+      results.push_back(out.status);
     }
-    for (int r = 0; r < spec.ranks; ++r) {
-      const Status& st = results[static_cast<std::size_t>(r)];
-      if (!st && st.code() != Errc::bootstrap)
-        return st.message().rfind("rank ", 0) == 0 ? st : st.with_context(fmt::format("rank {}", r));
-    }
-    for (int r = 0; r < spec.ranks; ++r)
-      if (!results[static_cast<std::size_t>(r)]) return results[static_cast<std::size_t>(r)].with_context(fmt::format("rank {}", r));
-    return Status::ok();
+    return first_failure(results);
   }
 };
 

@@ -1,5 +1,7 @@
 #include "rdmalab/transport.h"
 
+#include <fmt/format.h>
+
 namespace rdmalab {
 
 const char* wc_status_str(WcStatus s) noexcept {
@@ -44,6 +46,32 @@ const char* send_opcode_name(SendOpcode op) noexcept {
     case SendOpcode::atomic_cmp_swap: return "atomic_cmp_swap";
   }
   return "unknown";
+}
+
+WcOpcode wc_opcode_for(SendOpcode op) noexcept {
+  switch (op) {
+    case SendOpcode::rdma_write:
+    case SendOpcode::rdma_write_with_imm: return WcOpcode::rdma_write;
+    case SendOpcode::send:
+    case SendOpcode::send_with_imm: return WcOpcode::send;
+    case SendOpcode::rdma_read: return WcOpcode::rdma_read;
+    case SendOpcode::atomic_fetch_add: return WcOpcode::fetch_add;
+    case SendOpcode::atomic_cmp_swap: return WcOpcode::comp_swap;
+  }
+  return WcOpcode::send;
+}
+
+Status check_send_wr(const SendWr& wr, const QpCaps& caps, std::uint64_t& len) {
+  len = 0;
+  for (const auto& s : wr.sg_list) len += s.length;
+  if (wr.sg_list.size() > caps.max_send_sge)
+    return Status(Errc::invalid_argument, fmt::format("{} SGEs, the QP allows {}", wr.sg_list.size(), caps.max_send_sge));
+  if (is_atomic(wr.opcode) && (len != 8 || wr.sg_list.size() != 1)) return Status(Errc::invalid_argument, "an atomic needs one 8-byte SGE");
+  if (wr.inline_data) {
+    if (len > caps.max_inline) return Status(Errc::invalid_argument, fmt::format("{} bytes inline, the QP allows {}", len, caps.max_inline));
+    if (wr.opcode == SendOpcode::rdma_read || is_atomic(wr.opcode)) return Status(Errc::invalid_argument, "reads and atomics cannot be inline");
+  }
+  return Status::ok();
 }
 
 const char* qp_state_name(QpState s) noexcept {

@@ -107,6 +107,10 @@ class Backend {
   virtual bool hosts_all_ranks() const { return true; }
 };
 
+// The Status a launch reports from its ranks' results: the first real failure (not another
+// rank's notice that it stopped because of it), prefixed with its rank; ok when all are ok.
+Status first_failure(const std::vector<Status>& per_rank);
+
 using BackendFactory = std::function<std::unique_ptr<Backend>()>;
 
 struct BackendInfo {

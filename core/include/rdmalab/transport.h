@@ -155,6 +155,10 @@ struct SendWr {
   std::uint64_t swap = 0;           // compare-and-swap: the new value
 };
 
+// The requester-side completion opcode of a send opcode.
+WcOpcode wc_opcode_for(SendOpcode op) noexcept;
+inline bool is_atomic(SendOpcode op) noexcept { return op == SendOpcode::atomic_fetch_add || op == SendOpcode::atomic_cmp_swap; }
+
 struct RecvWr {
   std::uint64_t wr_id = 0;
   std::span<const Sge> sg_list;
@@ -223,6 +227,11 @@ class QueuePair {
   // Non-blocking. Allowed from INIT on (RESET refuses with invalid_state).
   virtual Status post_recv(std::span<const RecvWr> wrs, std::size_t* bad_index = nullptr) = 0;
 };
+
+// The post-time checks every backend makes on a send request, as verbs does: SGE count, atomic
+// length, inline size and kind. Returns invalid_argument with the reason, or ok. `len` receives
+// the payload length.
+Status check_send_wr(const SendWr& wr, const QpCaps& caps, std::uint64_t& len);
 
 class ProtectionDomain {
  public:
