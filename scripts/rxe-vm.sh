@@ -124,7 +124,7 @@ qemu=(qemu-system-x86_64 -accel tcg -m 4096 -smp 2 -nographic -no-reboot -nic no
   -virtfs "local,path=$out,mount_tag=out,security_model=passthrough,multidevs=remap")
 start=$(date +%s)
 set +e
-timeout --foreground "$timeout_s" "${qemu[@]}" > "$out/console.log" 2>&1
+timeout --foreground "$timeout_s" "${qemu[@]}" < /dev/null > "$out/console.log" 2>&1
 qrc=$?
 set -e
 end=$(date +%s)

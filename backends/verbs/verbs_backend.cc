@@ -372,7 +372,10 @@ class VDevice final : public Device {
     cqs_.push_back(out.get());
     return std::unique_ptr<CompletionQueue>(std::move(out));
   }
-  void drain_async_events() {
+  // Reads pending asynchronous events every 4096th call (each read is a system call, which a
+  // busy-polling loop cannot afford on every poll) or at once when `now` is set.
+  void drain_async_events(bool now = false) {
+    if (!now && (++async_calls_ & 4095) != 0) return;
     ibv_async_event ev{};
     while (ibv_get_async_event(s_.ctx, &ev) == 0) {
       if (ev.event_type == IBV_EVENT_CQ_ERR)
@@ -398,6 +401,7 @@ class VDevice final : public Device {
   Capabilities caps_;
   std::vector<VCq*> cqs_;
   std::unordered_map<std::uint32_t, VQp*> qps_;
+  std::uint32_t async_calls_ = 0;
 };
 
 void VDevice::qp_failed(std::uint32_t qpn) {
@@ -445,7 +449,10 @@ Result<std::size_t> VCq::poll(std::span<Completion> out) {
       c.imm = c.has_imm ? ntohl(wc[i].imm_data) : 0;
       c.qp_num = wc[i].qp_num;
       c.wr_id = dev_.complete(c.qp_num, wc[i].wr_id);
-      if (c.status != WcStatus::success) dev_.qp_failed(c.qp_num);
+      if (c.status != WcStatus::success) {
+        dev_.qp_failed(c.qp_num);
+        dev_.drain_async_events(true);  // an error may come with a CQ or QP event
+      }
     }
     if (got < want) break;
   }

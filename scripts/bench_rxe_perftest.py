@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""Runs inside the Soft-RoCE VM (scripts/bench-rxe-perftest.sh): perftest and rdmalab, alternating."""
+import json, re, statistics, subprocess, sys, time
+rounds = int(sys.argv[1])
+dev = ["-d", "rxe0", "-x", "1", "-F"]
+def perftest(tool, args):
+    srv = subprocess.Popen([tool] + dev + args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    time.sleep(1.0)
+    cli = subprocess.run([tool] + dev + args + ["127.0.0.1"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
+    srv.wait(timeout=600)
+    return cli.stdout
+def rdmalab(workload, sets):
+    out = "/tmp/rdmalab-bench.json"
+    cmd = ["build/bin/rdmalab", "run", "scenarios/write-bw-64k.yaml", "--backend", "verbs", "--quiet", "--json", out,
+           "--set", "workload.type=" + workload] + sum([["--set", s] for s in sets], [])
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, timeout=600)
+    return json.load(open(out))["results"]
+def perftest_bw(text):  # rows: bytes iters peak avg msgrate
+    rows = {}
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) >= 5 and f[0].isdigit() and f[1].isdigit():
+            rows[int(f[0])] = float(f[3])
+    return rows
+def perftest_lat(text):  # t_typical is the 5th column of the result line
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) >= 6 and f[0].isdigit() and f[1].isdigit():
+            return float(f[4])
+    raise RuntimeError("no latency line in:\n" + text)
+cases = [
+    ("ib_write_bw 64KiB", "ib_write_bw", ["-s", "65536", "-n", "3000", "--report_gbits"], "write_bw", ["workload.size=64KiB", "workload.iterations=3000"], "bw"),
+    ("ib_read_bw 64KiB", "ib_read_bw", ["-s", "65536", "-n", "3000", "--report_gbits"], "read_bw", ["workload.size=64KiB", "workload.iterations=3000"], "bw"),
+    ("ib_send_bw 64KiB", "ib_send_bw", ["-s", "65536", "-n", "3000", "--report_gbits"], "send_bw", ["workload.size=64KiB", "workload.iterations=3000"], "bw"),
+    ("ib_write_bw sweep 2B..8MiB (sum)", "ib_write_bw", ["-a", "-n", "300", "--report_gbits"], "write_bw", ["workload.sizes=2B..8MiB", "workload.iterations=300"], "sweep"),
+    ("ib_write_lat 8B t_typical", "ib_write_lat", ["-s", "8", "-n", "3000", "-I", "64"], "write_lat", ["workload.size=8B", "workload.iterations=3000", "workload.inline=64B"], "lat"),
+    ("ib_send_lat 8B t_typical", "ib_send_lat", ["-s", "8", "-n", "3000", "-I", "64"], "send_lat", ["workload.size=8B", "workload.iterations=3000", "workload.inline=64B"], "lat"),
+]
+print(f"{'case':<34} {'perftest':>12} {'rdmalab':>12} {'ratio':>8}")
+for name, tool, pargs, wl, sets, kind in cases:
+    p, r = [], []
+    for _ in range(rounds):
+        t = perftest(tool, pargs)
+        rows = rdmalab(wl, sets)
+        if kind == "bw":
+            p.append(list(perftest_bw(t).values())[0]); r.append(rows[0]["bw_gbps"])
+        elif kind == "sweep":
+            pr = perftest_bw(t); rr = {x["bytes"]: x["bw_gbps"] for x in rows}
+            common = sorted(set(pr) & set(rr))
+            p.append(sum(pr[s] for s in common)); r.append(sum(rr[s] for s in common))
+        else:
+            p.append(perftest_lat(t)); r.append(rows[0]["lat_us"]["typical"])
+    pm, rm = statistics.median(p), statistics.median(r)
+    unit = "us" if kind == "lat" else "Gb/s"
+    print(f"{name:<34} {pm:>9.3f} {unit:<2} {rm:>9.3f} {unit:<2} {rm / pm:>8.3f}", flush=True)
