@@ -50,7 +50,7 @@ moddir=/lib/modules/$kver
 # --- a tiny initramfs: busybox and the modules that reach the host's root over 9p ---
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/rdmalab-rxe
 mkdir -p "$cache"
-initrd=$cache/initrd-$kver.cpio.gz
+initrd=$cache/initrd-$kver-v2.cpio.gz
 if [ ! -f "$initrd" ]; then
   stage=$(mktemp -d)
   mkdir -p "$stage"/{bin,dev,proc,sys,mnt,modules}
@@ -71,7 +71,14 @@ if [ ! -f "$initrd" ]; then
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
 for m in $(cat /modules/order); do insmod /modules/$m.ko 2>/dev/null; done
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=524288,ro hostroot /mnt || { echo "rxe-vm: cannot mount the host root"; poweroff -f; }
+# The guest needs writable /tmp, /run and /var/tmp; the host's /tmp stays reachable so that a
+# working tree under /tmp (a fresh clone, a CI checkout) is still seen in the guest.
+mkdir -p /hosttmp; mount --bind /mnt/tmp /hosttmp
 for d in tmp run var/tmp; do mount -t tmpfs tmpfs /mnt/$d; done
+keep=$(sed -n 's/.*rdmalab.keep=\([^ ]*\).*/\1/p' /proc/cmdline)
+case "$keep" in
+  /tmp/*) mkdir -p "/mnt$keep"; mount --bind "/hosttmp/${keep#/tmp/}" "/mnt$keep" ;;
+esac
 out=$(sed -n 's/.*rdmalab.out=\([^ ]*\).*/\1/p' /proc/cmdline)
 mkdir -p "/mnt$out" 2>/dev/null
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=524288 out "/mnt$out" || { echo "rxe-vm: cannot mount $out"; poweroff -f; }
@@ -119,7 +126,7 @@ rm -f "$out/status" "$out/output.log"
 
 qemu=(qemu-system-x86_64 -accel tcg -m 4096 -smp 2 -nographic -no-reboot -nic none
   -kernel "$kernel" -initrd "$initrd"
-  -append "console=ttyS0 quiet loglevel=3 panic=-1 rdmalab.out=$out"
+  -append "console=ttyS0 quiet loglevel=3 panic=-1 rdmalab.out=$out rdmalab.keep=$PWD"
   -virtfs local,path=/,mount_tag=hostroot,security_model=passthrough,readonly=on,multidevs=remap
   -virtfs "local,path=$out,mount_tag=out,security_model=passthrough,multidevs=remap")
 start=$(date +%s)

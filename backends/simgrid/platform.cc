@@ -23,7 +23,8 @@ void add_fabric_keys(Schema& s) {
       {"infiniband", "roce"});
   add("fabric.mtu", T::size, "4KiB", "payload bytes per packet in the calibrated model", 256, 65536);
   add("fabric.nic.message_rate", T::number, "200e6", "messages per second one NIC can issue (calibrated model)", 1e3, 1e10);
-  add("fabric.nic.latency", T::time, "300ns", "NIC processing added once per message (calibrated model)", 0, 1e-3);
+  add("fabric.nic.latency", T::time, "150ns",
+      "NIC processing per NIC a message crosses, sender and receiver each (calibrated model)", 0, 1e-3);
   add("record.interval", T::time, "10us", "simulated time between two samples of a --record file", 1e-9, 3600);
   add("fabric.fat_tree.levels", T::integer, "2", "switch levels above the nodes", 1, 8);
   add("fabric.fat_tree.down", T::int_list, "", "children of a switch, per level from the leaves up (SimGrid's fat-tree); their product is the node count", 1, 1e6);
@@ -95,6 +96,7 @@ FabricModel read_model(const Scenario& sc) {
   m.ranks = static_cast<int>(sc.get_int("fabric.nodes"));
   m.topology = sc.get_string("fabric.topology");
   m.alpha_beta = sc.get_string("fabric.model") == "alpha_beta";
+  m.nic_latency_in_routes = m.topology == "star" || m.topology == "full";
   if (!m.alpha_beta) {
     // Header bytes per packet: InfiniBand LRH 8 + BTH 12 + ICRC 4 + VCRC 2 = 26; RoCE v2 adds
     // Ethernet 14 + IPv4 20 + UDP 8 + FCS 4 around BTH 12 + ICRC 4 = 62 (IBTA spec, Annex A17).
@@ -127,6 +129,13 @@ std::vector<sg4::Host*> build_platform(const Scenario& sc, const FabricModel& mo
     return std::make_pair(h->get_netpoint(), static_cast<simgrid::kernel::routing::NetPoint*>(nullptr));
   };
   const auto policy = sg4::Link::SharingPolicy::SPLITDUPLEX;
+  // Star and full zones: the NIC's own processing latency is a link on every route out of and
+  // into a node (no bandwidth limit), so a message pays it at the sender and at the receiver.
+  // (Cluster zones add it as a delay at the sender instead: see FabricModel::nic_latency_in_routes.)
+  const double nic_lat = model.nic_latency_in_routes ? model.nic.nic_latency_s : 0;
+  auto nic_link = [nic_lat](sg4::NetZone* zone, unsigned long id) -> sg4::Link* {
+    return zone->create_link(fmt::format("nic-{}", id), 1e15)->set_latency(nic_lat)->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)->seal();
+  };
   // A node's path to itself (its NIC's doorbell, rank-local transfers): no latency, no limit.
   auto loopback_cb = [](sg4::NetZone* zone, const std::vector<unsigned long>&, unsigned long id) -> sg4::Link* {
     return zone->create_link(fmt::format("loopback-{}", id), 1e15)->set_latency(0)->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)->seal();
@@ -138,18 +147,29 @@ std::vector<sg4::Host*> build_platform(const Scenario& sc, const FabricModel& mo
     for (int i = 0; i < n; ++i) {
       sg4::Host* h = zone->create_host(host_name(static_cast<unsigned long>(i)), kSpeed);
       auto* link = zone->create_split_duplex_link(fmt::format("link-{}", i), bw)->set_latency(lat)->seal();
-      zone->add_route(h->get_netpoint(), nullptr, nullptr, nullptr, {{link, sg4::LinkInRoute::Direction::UP}}, true);
+      std::vector<sg4::LinkInRoute> route;
+      if (nic_lat > 0) route.emplace_back(nic_link(zone, static_cast<unsigned long>(i)));
+      route.emplace_back(link, sg4::LinkInRoute::Direction::UP);
+      zone->add_route(h->get_netpoint(), nullptr, nullptr, nullptr, route, true);
       hosts[static_cast<std::size_t>(i)] = h;
     }
     zone->seal();
   } else if (model.topology == "full") {
     auto* zone = sg4::create_full_zone("fabric");
-    for (int i = 0; i < n; ++i) hosts[static_cast<std::size_t>(i)] = zone->create_host(host_name(static_cast<unsigned long>(i)), kSpeed);
+    std::vector<sg4::Link*> nics;
+    for (int i = 0; i < n; ++i) {
+      hosts[static_cast<std::size_t>(i)] = zone->create_host(host_name(static_cast<unsigned long>(i)), kSpeed);
+      if (nic_lat > 0) nics.push_back(nic_link(zone, static_cast<unsigned long>(i)));
+    }
     for (int i = 0; i < n; ++i)
       for (int j = i + 1; j < n; ++j) {
         auto* link = zone->create_split_duplex_link(fmt::format("link-{}-{}", i, j), bw)->set_latency(lat)->seal();
+        std::vector<sg4::LinkInRoute> route;
+        if (nic_lat > 0) route.emplace_back(nics[static_cast<std::size_t>(i)]);
+        route.emplace_back(link, sg4::LinkInRoute::Direction::UP);
+        if (nic_lat > 0) route.emplace_back(nics[static_cast<std::size_t>(j)]);
         zone->add_route(hosts[static_cast<std::size_t>(i)]->get_netpoint(), hosts[static_cast<std::size_t>(j)]->get_netpoint(), nullptr,
-                        nullptr, {{link, sg4::LinkInRoute::Direction::UP}}, true);
+                        nullptr, route, true);
       }
     zone->seal();
   } else if (model.topology == "fat_tree") {

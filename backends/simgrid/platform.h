@@ -17,7 +17,7 @@ namespace rdmalab::sim {
 // NIC and protocol effects of the `calibrated` model; all zero under `alpha_beta`.
 struct NicModel {
   double message_overhead_s = 0;  // NIC time per message: 1 / message rate
-  double nic_latency_s = 0;       // added once per message (doorbell, DMA, completion)
+  double nic_latency_s = 0;       // per NIC crossed (a link on each node's routes; platform.cc)
   double mtu = 0;                 // bytes of payload per packet; 0 = no segmentation
   double header_bytes = 0;        // wire bytes added per packet
   double control_bytes = 0;       // size of a read request / atomic request / ACK on the wire
@@ -28,6 +28,11 @@ struct FabricModel {
   NicModel nic;
   int ranks = 0;
   std::string topology;
+  // Where the NIC latency is paid. Star and full zones: as a link on each node's routes (their
+  // path from a node to itself crosses the node's link, so a NIC doorbell is not instantaneous and
+  // a start delay would be noticed late). Cluster zones (zero-latency loopbacks): as a delay of
+  // 2 × nic_latency_s before the sender starts the transfer.
+  bool nic_latency_in_routes = true;
 };
 
 // Declares the fabric keys the SimGrid backend reads.

@@ -408,7 +408,7 @@ void start_op(World& w, Op& op) {
   const double now = sg4::Engine::get_clock();
   const double issue = std::max(now, nic.next_issue);
   nic.next_issue = issue + w.model.nic.message_overhead_s;
-  const double at = issue + w.model.nic.nic_latency_s;
+  const double at = issue + (w.model.nic_latency_in_routes ? 0.0 : 2 * w.model.nic.nic_latency_s);
   if (at > now)
     op.timer_at = at;
   else
@@ -883,7 +883,7 @@ Topology describe_topology(const World& w) {
   std::sort(links.begin(), links.end(), [](const sg4::Link* a, const sg4::Link* b) { return a->get_name() < b->get_name(); });
   for (sg4::Link* l : links) {
     const std::string& name = l->get_name();
-    if (name.rfind("loopback-", 0) == 0 || name.rfind("__", 0) == 0) continue;  // rank-local paths
+    if (name.rfind("loopback-", 0) == 0 || name.rfind("nic-", 0) == 0 || name.rfind("__", 0) == 0) continue;  // rank-local
     TopoLink tl{name, l->get_bandwidth(), l->get_latency(), {}};
     const bool up = name.size() > 3 && name.compare(name.size() - 3, 3, "_UP") == 0;
     int a = -1, b = -1;
