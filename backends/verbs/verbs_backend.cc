@@ -456,6 +456,12 @@ Result<std::size_t> VCq::poll(std::span<Completion> out) {
     }
     if (got < want) break;
   }
+  // A poll that emptied a full CQ may have followed an overflow: look at the events now.
+  if (n >= cap_) {
+    dev_.drain_async_events(true);
+    if (overflowed) return Status(Errc::cq_overflow, fmt::format("completion queue of {} entries overflowed (IBV_EVENT_CQ_ERR): completions "
+                                                                 "were lost (size it for every outstanding request, or poll more often)", cap_));
+  }
   return n;
 }
 
