@@ -292,7 +292,7 @@ Result<std::vector<std::byte>> TcpBootstrap::allgather(std::span<const std::byte
     return std::move(reply->second);
   }
   std::vector<std::byte> all(mine.size() * static_cast<std::size_t>(opt_.size));
-  std::memcpy(all.data(), mine.data(), mine.size());
+  if (!mine.empty()) std::memcpy(all.data(), mine.data(), mine.size());  // a barrier gathers nothing
   for (int r = 1; r < opt_.size; ++r) {
     if (peers_[static_cast<std::size_t>(r)] < 0) return fail(Status(Errc::bootstrap, fmt::format("rank {} has ended", r)));
     auto m = recv_msg(peers_[static_cast<std::size_t>(r)], deadline, fmt::format("rank {}", r));
@@ -302,7 +302,7 @@ Result<std::vector<std::byte>> TcpBootstrap::allgather(std::span<const std::byte
     if (m->first != kData) return fail(Status(Errc::bootstrap, fmt::format("rank {} sent an unexpected message", r)));
     if (m->second.size() != mine.size())
       return fail(Status(Errc::invalid_argument, fmt::format("allgather: rank {} contributed {} bytes, rank 0 {}", r, m->second.size(), mine.size())));
-    std::memcpy(all.data() + mine.size() * static_cast<std::size_t>(r), m->second.data(), mine.size());
+    if (!mine.empty()) std::memcpy(all.data() + mine.size() * static_cast<std::size_t>(r), m->second.data(), mine.size());
   }
   for (int r = 1; r < opt_.size; ++r) {
     Status st = send_msg(peers_[static_cast<std::size_t>(r)], kData, all, deadline, fmt::format("rank {}", r));
