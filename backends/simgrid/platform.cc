@@ -1,10 +1,10 @@
 #include "simgrid/platform.h"
 
 #include <fmt/format.h>
-#include <simgrid/s4u.hpp>
 
 #include <cmath>
 #include <numeric>
+#include <simgrid/s4u.hpp>
 
 namespace rdmalab::sim {
 
@@ -12,29 +12,28 @@ namespace sg4 = simgrid::s4u;
 
 void add_fabric_keys(Schema& s) {
   using T = ValueType;
-  auto add = [&](std::string key, T type, std::string def, std::string help, double min = -1e300, double max = 1e300,
-                 std::vector<std::string> allowed = {}) {
-    s.add(KeySpec{std::move(key), type, std::move(def), std::move(help), std::move(allowed), min, max});
-  };
-  add("fabric.model", T::enumeration, "calibrated",
+  s.add_choice(
+      "fabric.model", "calibrated",
       "alpha_beta: link bandwidth and latency only (checkable against formulas); calibrated: adds NIC and packet effects",
-      -1e300, 1e300, {"calibrated", "alpha_beta"});
-  add("fabric.link_layer", T::enumeration, "infiniband", "packet headers of the calibrated model", -1e300, 1e300,
-      {"infiniband", "roce"});
-  add("fabric.mtu", T::size, "4KiB", "payload bytes per packet in the calibrated model", 256, 65536);
-  add("fabric.nic.message_rate", T::number, "200e6", "messages per second one NIC can issue (calibrated model)", 1e3, 1e10);
-  add("fabric.nic.latency", T::time, "150ns",
-      "NIC processing per NIC a message crosses, sender and receiver each (calibrated model)", 0, 1e-3);
-  add("record.interval", T::time, "10us", "simulated time between two samples of a --record file", 1e-9, 3600);
-  add("fabric.fat_tree.levels", T::integer, "2", "switch levels above the nodes", 1, 8);
-  add("fabric.fat_tree.down", T::int_list, "", "children of a switch, per level from the leaves up (SimGrid's fat-tree); their product is the node count", 1, 1e6);
-  add("fabric.fat_tree.up", T::int_list, "", "parents of an element, per level from the nodes up; a leaf with 16 down and 8 up is 2:1 oversubscribed", 1, 1e6);
-  add("fabric.fat_tree.parallel", T::int_list, "", "parallel links between an element and each parent, per level (default 1 each)", 1, 64);
-  add("fabric.torus.dims", T::int_list, "", "torus dimensions; their product is the node count", 1, 1e6);
-  add("fabric.dragonfly.groups", T::int_list, "", "[groups, links between two groups]", 1, 1e6);
-  add("fabric.dragonfly.chassis", T::int_list, "", "[chassis per group, links between two chassis]", 1, 1e6);
-  add("fabric.dragonfly.routers", T::int_list, "", "[routers per chassis, links between two routers]", 1, 1e6);
-  add("fabric.dragonfly.blades", T::integer, "1", "nodes per router", 1, 1e6);
+      {"calibrated", "alpha_beta"});
+  s.add_choice("fabric.link_layer", "infiniband", "packet headers of the calibrated model", {"infiniband", "roce"});
+  s.add("fabric.mtu", T::size, "4KiB", "payload bytes per packet in the calibrated model", 256, 65536);
+  s.add("fabric.nic.message_rate", T::number, "200e6", "messages per second one NIC can issue (calibrated model)", 1e3, 1e10);
+  s.add("fabric.nic.latency", T::time, "150ns",
+        "NIC processing per NIC a message crosses, sender and receiver each (calibrated model)", 0, 1e-3);
+  s.add("record.interval", T::time, "10us", "simulated time between two samples of a --record file", 1e-9, 3600);
+  s.add("fabric.fat_tree.levels", T::integer, "2", "switch levels above the nodes", 1, 8);
+  s.add("fabric.fat_tree.down", T::int_list, "",
+        "children of a switch, per level from the leaves up (SimGrid's fat-tree); their product is the node count", 1, 1e6);
+  s.add("fabric.fat_tree.up", T::int_list, "",
+        "parents of an element, per level from the nodes up; a leaf with 16 down and 8 up is 2:1 oversubscribed", 1, 1e6);
+  s.add("fabric.fat_tree.parallel", T::int_list, "",
+        "parallel links between an element and each parent, per level (default 1 each)", 1, 64);
+  s.add("fabric.torus.dims", T::int_list, "", "torus dimensions; their product is the node count", 1, 1e6);
+  s.add("fabric.dragonfly.groups", T::int_list, "", "[groups, links between two groups]", 1, 1e6);
+  s.add("fabric.dragonfly.chassis", T::int_list, "", "[chassis per group, links between two chassis]", 1, 1e6);
+  s.add("fabric.dragonfly.routers", T::int_list, "", "[routers per chassis, links between two routers]", 1, 1e6);
+  s.add("fabric.dragonfly.blades", T::integer, "1", "nodes per router", 1, 1e6);
 }
 
 namespace {
@@ -67,12 +66,14 @@ Status check_fabric(const Scenario& sc) {
     if (sc.has("fabric.fat_tree.parallel") && static_cast<std::int64_t>(sc.get_ints("fabric.fat_tree.parallel").size()) != levels)
       return sc.error("fabric.fat_tree.parallel", fmt::format("needs {} entries, one per level", levels));
     if (product(down) != nodes)
-      return sc.error("fabric.fat_tree.down", fmt::format("{} = {} nodes, but fabric.nodes is {}", times(down), product(down), nodes));
+      return sc.error("fabric.fat_tree.down",
+                      fmt::format("{} = {} nodes, but fabric.nodes is {}", times(down), product(down), nodes));
   } else if (topo == "torus") {
     if (!sc.has("fabric.torus.dims")) return sc.error("fabric.topology", "a torus needs fabric.torus.dims, e.g. [4, 4, 4]");
     auto dims = sc.get_ints("fabric.torus.dims");
     if (product(dims) != nodes)
-      return sc.error("fabric.torus.dims", fmt::format("{} = {} nodes, but fabric.nodes is {}", times(dims), product(dims), nodes));
+      return sc.error("fabric.torus.dims",
+                      fmt::format("{} = {} nodes, but fabric.nodes is {}", times(dims), product(dims), nodes));
   } else if (topo == "dragonfly") {
     for (const char* k : {"fabric.dragonfly.groups", "fabric.dragonfly.chassis", "fabric.dragonfly.routers"}) {
       if (!sc.has(k)) return sc.error("fabric.topology", fmt::format("a dragonfly needs {} as [count, links]", k));
@@ -81,12 +82,15 @@ Status check_fabric(const Scenario& sc) {
     std::int64_t n = sc.get_ints("fabric.dragonfly.groups")[0] * sc.get_ints("fabric.dragonfly.chassis")[0] *
                      sc.get_ints("fabric.dragonfly.routers")[0] * sc.get_int("fabric.dragonfly.blades");
     if (n != nodes)
-      return sc.error("fabric.dragonfly.blades", fmt::format("groups × chassis × routers × blades = {} nodes, but fabric.nodes is {}", n, nodes));
+      return sc.error("fabric.dragonfly.blades",
+                      fmt::format("groups × chassis × routers × blades = {} nodes, but fabric.nodes is {}", n, nodes));
   } else if (topo == "full") {
     if (nodes > 256)
-      return sc.error("fabric.nodes", fmt::format("a full mesh has a link per pair: at most 256 nodes (asked {}); use fat_tree", nodes));
+      return sc.error("fabric.nodes",
+                      fmt::format("a full mesh has a link per pair: at most 256 nodes (asked {}); use fat_tree", nodes));
   } else if (topo == "rail_optimized") {
-    return sc.error("fabric.topology", "rail_optimized is not modelled by this build yet (star, full, fat_tree, torus, dragonfly are)");
+    return sc.error("fabric.topology",
+                    "rail_optimized is not modelled by this build yet (star, full, fat_tree, torus, dragonfly are)");
   }
   return Status::ok();
 }
@@ -108,6 +112,11 @@ FabricModel read_model(const Scenario& sc) {
     m.nic.nic_latency_s = sc.get_time("fabric.nic.latency");
   }
   return m;
+}
+
+std::vector<std::string> engine_args(const std::string& argv0) {
+  return {argv0, "--log=root.thres:critical", "--cfg=network/model:CM02", "--cfg=network/crosstraffic:0",
+          "--cfg=contexts/stack-size:512"};
 }
 
 double wire_bytes(const NicModel& nic, double payload) {
@@ -134,11 +143,17 @@ std::vector<sg4::Host*> build_platform(const Scenario& sc, const FabricModel& mo
   // (Cluster zones add it as a delay at the sender instead: see FabricModel::nic_latency_in_routes.)
   const double nic_lat = model.nic_latency_in_routes ? model.nic.nic_latency_s : 0;
   auto nic_link = [nic_lat](sg4::NetZone* zone, unsigned long id) -> sg4::Link* {
-    return zone->create_link(fmt::format("nic-{}", id), 1e15)->set_latency(nic_lat)->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)->seal();
+    return zone->create_link(fmt::format("nic-{}", id), 1e15)
+        ->set_latency(nic_lat)
+        ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
+        ->seal();
   };
   // A node's path to itself (its NIC's doorbell, rank-local transfers): no latency, no limit.
   auto loopback_cb = [](sg4::NetZone* zone, const std::vector<unsigned long>&, unsigned long id) -> sg4::Link* {
-    return zone->create_link(fmt::format("loopback-{}", id), 1e15)->set_latency(0)->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)->seal();
+    return zone->create_link(fmt::format("loopback-{}", id), 1e15)
+        ->set_latency(0)
+        ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
+        ->seal();
   };
   const sg4::ClusterCallbacks callbacks(netpoint_cb, loopback_cb, {});
 
@@ -168,8 +183,8 @@ std::vector<sg4::Host*> build_platform(const Scenario& sc, const FabricModel& mo
         if (nic_lat > 0) route.emplace_back(nics[static_cast<std::size_t>(i)]);
         route.emplace_back(link, sg4::LinkInRoute::Direction::UP);
         if (nic_lat > 0) route.emplace_back(nics[static_cast<std::size_t>(j)]);
-        zone->add_route(hosts[static_cast<std::size_t>(i)]->get_netpoint(), hosts[static_cast<std::size_t>(j)]->get_netpoint(), nullptr,
-                        nullptr, route, true);
+        zone->add_route(hosts[static_cast<std::size_t>(i)]->get_netpoint(), hosts[static_cast<std::size_t>(j)]->get_netpoint(),
+                        nullptr, nullptr, route, true);
       }
     zone->seal();
   } else if (model.topology == "fat_tree") {
@@ -181,10 +196,10 @@ std::vector<sg4::Host*> build_platform(const Scenario& sc, const FabricModel& mo
     auto down = to_u(sc.get_ints("fabric.fat_tree.down"));
     auto up = to_u(sc.get_ints("fabric.fat_tree.up"));
     auto levels = static_cast<unsigned int>(sc.get_int("fabric.fat_tree.levels"));
-    std::vector<unsigned int> par = sc.has("fabric.fat_tree.parallel") ? to_u(sc.get_ints("fabric.fat_tree.parallel"))
-                                                                       : std::vector<unsigned int>(levels, 1);
-    auto* zone = sg4::create_fatTree_zone("fabric", nullptr, sg4::FatTreeParams(levels, down, up, par), callbacks,
-                                          bw, lat, policy);
+    std::vector<unsigned int> par =
+        sc.has("fabric.fat_tree.parallel") ? to_u(sc.get_ints("fabric.fat_tree.parallel")) : std::vector<unsigned int>(levels, 1);
+    auto* zone =
+        sg4::create_fatTree_zone("fabric", nullptr, sg4::FatTreeParams(levels, down, up, par), callbacks, bw, lat, policy);
     zone->seal();
   } else if (model.topology == "torus") {
     std::vector<unsigned long> dims;
@@ -192,11 +207,15 @@ std::vector<sg4::Host*> build_platform(const Scenario& sc, const FabricModel& mo
     auto* zone = sg4::create_torus_zone("fabric", nullptr, dims, callbacks, bw, lat, policy);
     zone->seal();
   } else if (model.topology == "dragonfly") {
-    auto g = sc.get_ints("fabric.dragonfly.groups"), c = sc.get_ints("fabric.dragonfly.chassis"), r = sc.get_ints("fabric.dragonfly.routers");
-    auto pr = [](const std::vector<std::int64_t>& v) { return std::make_pair(static_cast<unsigned>(v[0]), static_cast<unsigned>(v[1])); };
+    auto g = sc.get_ints("fabric.dragonfly.groups"), c = sc.get_ints("fabric.dragonfly.chassis"),
+         r = sc.get_ints("fabric.dragonfly.routers");
+    auto pr = [](const std::vector<std::int64_t>& v) {
+      return std::make_pair(static_cast<unsigned>(v[0]), static_cast<unsigned>(v[1]));
+    };
     auto* zone = sg4::create_dragonfly_zone(
-        "fabric", nullptr, sg4::DragonflyParams(pr(g), pr(c), pr(r), static_cast<unsigned>(sc.get_int("fabric.dragonfly.blades"))),
-        callbacks, bw, lat, policy);
+        "fabric", nullptr,
+        sg4::DragonflyParams(pr(g), pr(c), pr(r), static_cast<unsigned>(sc.get_int("fabric.dragonfly.blades"))), callbacks, bw,
+        lat, policy);
     zone->seal();
   }
   return hosts;

@@ -44,6 +44,10 @@ FabricModel read_model(const Scenario& sc);
 // Builds the platform in the current SimGrid engine; returns one host per rank, in rank order.
 std::vector<simgrid::s4u::Host*> build_platform(const Scenario& sc, const FabricModel& model);
 
+// The SimGrid engine arguments every rdmalab simulation uses: CM02 with cross-traffic off
+// (checked against closed forms), quiet logs, 512 KiB actor stacks.
+std::vector<std::string> engine_args(const std::string& argv0);
+
 // Bytes on the wire for a payload, with the model's segmentation and headers.
 double wire_bytes(const NicModel& nic, double payload);
 

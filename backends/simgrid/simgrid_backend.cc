@@ -897,8 +897,7 @@ Topology describe_topology(const World& w) {
 }
 
 Status simulate(const LaunchSpec& spec, const RankMain& main, const Scenario& sc) {
-  std::vector<std::string> args_s = {"rdmalab", "--log=root.thres:critical", "--cfg=network/model:CM02", "--cfg=network/crosstraffic:0",
-                                     "--cfg=contexts/stack-size:512"};
+  std::vector<std::string> args_s = engine_args("rdmalab");
   std::vector<char*> args;
   for (auto& a : args_s) args.push_back(a.data());
   args.push_back(nullptr);

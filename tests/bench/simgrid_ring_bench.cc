@@ -115,8 +115,7 @@ Outcome run_rdmalab(const Scenario& sc, int ranks, std::uint64_t chunk) {
 }
 
 Outcome run_plain_s4u(const Scenario& sc, int ranks, std::uint64_t chunk) {
-  std::vector<std::string> args_s = {"plain", "--log=root.thres:critical", "--cfg=network/model:CM02", "--cfg=network/crosstraffic:0",
-                                     "--cfg=contexts/stack-size:512"};
+  std::vector<std::string> args_s = sim::engine_args("plain");
   std::vector<char*> args;
   for (auto& a : args_s) args.push_back(a.data());
   args.push_back(nullptr);

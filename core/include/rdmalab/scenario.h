@@ -58,6 +58,16 @@ class Schema {
  public:
   // Adds a key; replaces an earlier spec with the same key.
   void add(KeySpec spec);
+  void add(std::string key, ValueType type, std::string default_value, std::string help,
+           double min = -std::numeric_limits<double>::infinity(), double max = std::numeric_limits<double>::infinity(),
+           std::vector<std::string> allowed = {}) {
+    add(KeySpec{std::move(key), type, std::move(default_value), std::move(help), std::move(allowed), min, max});
+  }
+  // An enumeration: one of `allowed`.
+  void add_choice(std::string key, std::string default_value, std::string help, std::vector<std::string> allowed) {
+    add(std::move(key), ValueType::enumeration, std::move(default_value), std::move(help), -std::numeric_limits<double>::infinity(),
+        std::numeric_limits<double>::infinity(), std::move(allowed));
+  }
   const KeySpec* find(const std::string& key) const;
   const std::map<std::string, KeySpec>& all() const { return keys_; }
   void set_allowed(const std::string& key, std::vector<std::string> allowed);
