@@ -630,9 +630,7 @@ class LbPd final : public ProtectionDomain {
                                                         MemoryKind kind) override {
     if (kind != MemoryKind::host)
       return Status(Errc::not_supported, fmt::format("loopback registers host memory only (asked {})", memory_kind_name(kind)));
-    if (!addr || length == 0) return Status(Errc::invalid_argument, "register_memory: null address or zero length");
-    if ((access & (kAccessRemoteWrite | kAccessRemoteAtomic)) && !(access & kAccessLocalWrite))
-      return Status(Errc::invalid_argument, "remote write and remote atomic access need local write access too (as in verbs)");
+    RDMALAB_TRY(check_registration(addr, length, access));
     std::lock_guard<std::mutex> lock(f_.mu_);
     MrRec rec{reinterpret_cast<std::uint64_t>(addr), length, access, this};
     std::uint32_t lkey = f_.next_key_++;
@@ -646,13 +644,7 @@ class LbPd final : public ProtectionDomain {
     auto* scq = dynamic_cast<LbCq*>(&send_cq);
     auto* rcq = dynamic_cast<LbCq*>(&recv_cq);
     if (!scq || !rcq) return Status(Errc::invalid_argument, "create_qp: the CQs do not belong to the loopback backend");
-    Capabilities c = loopback_caps();
-    if (caps.max_send_wr == 0 || caps.max_send_wr > c.max_qp_wr || caps.max_recv_wr > c.max_qp_wr)
-      return Status(Errc::invalid_argument, fmt::format("create_qp: queue depths must be 1..{}", c.max_qp_wr));
-    if (caps.max_send_sge > c.max_sge || caps.max_recv_sge > c.max_sge)
-      return Status(Errc::invalid_argument, fmt::format("create_qp: at most {} SGEs", c.max_sge));
-    if (caps.max_inline > c.max_inline)
-      return Status(Errc::invalid_argument, fmt::format("create_qp: at most {} bytes inline", c.max_inline));
+    RDMALAB_TRY(check_qp_caps(caps, loopback_caps()));
     std::lock_guard<std::mutex> lock(f_.mu_);
     auto qp = std::make_unique<LbQp>(f_, this, rank_, f_.next_qpn_++, *scq, *rcq, caps);
     f_.qps_[qp->qpn()] = qp.get();
@@ -673,8 +665,7 @@ class LbDevice final : public Device {
   const Capabilities& caps() const override { return caps_; }
   Result<std::unique_ptr<ProtectionDomain>> alloc_pd() override { return std::unique_ptr<ProtectionDomain>(new LbPd(f_, rank_)); }
   Result<std::unique_ptr<CompletionQueue>> create_cq(std::uint32_t entries) override {
-    if (entries == 0 || entries > caps_.max_cq_entries)
-      return Status(Errc::invalid_argument, fmt::format("create_cq: entries must be 1..{} (asked {})", caps_.max_cq_entries, entries));
+    RDMALAB_TRY(check_cq_entries(entries, caps_));
     return std::unique_ptr<CompletionQueue>(new LbCq(f_, entries));
   }
 

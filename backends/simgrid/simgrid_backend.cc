@@ -759,9 +759,7 @@ class SimPd final : public ProtectionDomain {
   Result<std::unique_ptr<MemoryRegion>> register_memory(void* addr, std::uint64_t length, std::uint32_t access, MemoryKind kind) override {
     if (kind != MemoryKind::host && kind != MemoryKind::phantom)
       return Status(Errc::not_supported, fmt::format("simgrid registers host and phantom memory (asked {})", memory_kind_name(kind)));
-    if (!addr || length == 0) return Status(Errc::invalid_argument, "register_memory: null address or zero length");
-    if ((access & (kAccessRemoteWrite | kAccessRemoteAtomic)) && !(access & kAccessLocalWrite))
-      return Status(Errc::invalid_argument, "remote write and remote atomic access need local write access too (as in verbs)");
+    RDMALAB_TRY(check_registration(addr, length, access));
     MrRec rec{reinterpret_cast<std::uint64_t>(addr), length, access, this, rank_};
     std::uint32_t lkey = w_.next_key++;
     std::uint32_t rkey = w_.next_key++ | 0x80000000u;
@@ -773,12 +771,7 @@ class SimPd final : public ProtectionDomain {
     auto* scq = dynamic_cast<SimCq*>(&send_cq);
     auto* rcq = dynamic_cast<SimCq*>(&recv_cq);
     if (!scq || !rcq) return Status(Errc::invalid_argument, "create_qp: the CQs do not belong to the simgrid backend");
-    Capabilities c = sim_caps();
-    if (caps.max_send_wr == 0 || caps.max_send_wr > c.max_qp_wr || caps.max_recv_wr > c.max_qp_wr)
-      return Status(Errc::invalid_argument, fmt::format("create_qp: queue depths must be 1..{}", c.max_qp_wr));
-    if (caps.max_send_sge > c.max_sge || caps.max_recv_sge > c.max_sge)
-      return Status(Errc::invalid_argument, fmt::format("create_qp: at most {} SGEs", c.max_sge));
-    if (caps.max_inline > c.max_inline) return Status(Errc::invalid_argument, fmt::format("create_qp: at most {} bytes inline", c.max_inline));
+    RDMALAB_TRY(check_qp_caps(caps, sim_caps()));
     return std::unique_ptr<QueuePair>(new SimQp(w_, this, rank_, w_.next_qpn++, *scq, *rcq, caps));
   }
 
@@ -794,8 +787,7 @@ class SimDevice final : public Device {
   const Capabilities& caps() const override { return caps_; }
   Result<std::unique_ptr<ProtectionDomain>> alloc_pd() override { return std::unique_ptr<ProtectionDomain>(new SimPd(w_, rank_)); }
   Result<std::unique_ptr<CompletionQueue>> create_cq(std::uint32_t entries) override {
-    if (entries == 0 || entries > caps_.max_cq_entries)
-      return Status(Errc::invalid_argument, fmt::format("create_cq: entries must be 1..{} (asked {})", caps_.max_cq_entries, entries));
+    RDMALAB_TRY(check_cq_entries(entries, caps_));
     return std::unique_ptr<CompletionQueue>(new SimCq(w_, entries));
   }
 

@@ -355,8 +355,7 @@ class VDevice final : public Device {
     return std::unique_ptr<ProtectionDomain>(new VPd(*this, pd));
   }
   Result<std::unique_ptr<CompletionQueue>> create_cq(std::uint32_t entries) override {
-    if (entries == 0 || entries > caps_.max_cq_entries)
-      return Status(Errc::invalid_argument, fmt::format("create_cq: entries must be 1..{} (asked {})", caps_.max_cq_entries, entries));
+    RDMALAB_TRY(check_cq_entries(entries, caps_));
     ibv_comp_channel* ch = nullptr;
     if (mode_ == WaitMode::event) {
       ch = ibv_create_comp_channel(s_.ctx);
@@ -682,9 +681,7 @@ Result<std::unique_ptr<MemoryRegion>> VPd::register_memory(void* addr, std::uint
   if (kind != MemoryKind::host)
     return Status(Errc::not_supported, fmt::format("verbs registers host memory in this build (asked {}; GPU memory comes with the GPU work)",
                                                    memory_kind_name(kind)));
-  if (!addr || length == 0) return Status(Errc::invalid_argument, "register_memory: null address or zero length");
-  if ((access & (kAccessRemoteWrite | kAccessRemoteAtomic)) && !(access & kAccessLocalWrite))
-    return Status(Errc::invalid_argument, "remote write and remote atomic access need local write access too (as in verbs)");
+  RDMALAB_TRY(check_registration(addr, length, access));
   ibv_mr* mr = ibv_reg_mr(pd_, addr, length, static_cast<int>(to_ibv_access(access)));
   if (!mr) {
     int err = errno;

@@ -74,6 +74,28 @@ Status check_send_wr(const SendWr& wr, const QpCaps& caps, std::uint64_t& len) {
   return Status::ok();
 }
 
+Status check_registration(const void* addr, std::uint64_t length, std::uint32_t access) {
+  if (!addr || length == 0) return Status(Errc::invalid_argument, "register_memory: null address or zero length");
+  if ((access & (kAccessRemoteWrite | kAccessRemoteAtomic)) && !(access & kAccessLocalWrite))
+    return Status(Errc::invalid_argument, "remote write and remote atomic access need local write access too (as in verbs)");
+  return Status::ok();
+}
+
+Status check_qp_caps(const QpCaps& caps, const Capabilities& c) {
+  if (caps.max_send_wr == 0 || caps.max_send_wr > c.max_qp_wr || caps.max_recv_wr > c.max_qp_wr)
+    return Status(Errc::invalid_argument, fmt::format("create_qp: queue depths must be 1..{}", c.max_qp_wr));
+  if (caps.max_send_sge > c.max_sge || caps.max_recv_sge > c.max_sge)
+    return Status(Errc::invalid_argument, fmt::format("create_qp: at most {} SGEs", c.max_sge));
+  if (caps.max_inline > c.max_inline) return Status(Errc::invalid_argument, fmt::format("create_qp: at most {} bytes inline", c.max_inline));
+  return Status::ok();
+}
+
+Status check_cq_entries(std::uint32_t entries, const Capabilities& c) {
+  if (entries == 0 || entries > c.max_cq_entries)
+    return Status(Errc::invalid_argument, fmt::format("create_cq: entries must be 1..{} (asked {})", c.max_cq_entries, entries));
+  return Status::ok();
+}
+
 const char* qp_state_name(QpState s) noexcept {
   switch (s) {
     case QpState::reset: return "RESET";

@@ -233,6 +233,13 @@ class QueuePair {
 // the payload length.
 Status check_send_wr(const SendWr& wr, const QpCaps& caps, std::uint64_t& len);
 
+// The argument checks every backend makes, as verbs does, each with the reason on failure
+// (invalid_argument): a registration (non-null, non-empty; remote write or atomic need local
+// write), QP capacities against the device's, and a CQ size against the device's.
+Status check_registration(const void* addr, std::uint64_t length, std::uint32_t access);
+Status check_qp_caps(const QpCaps& caps, const Capabilities& device);
+Status check_cq_entries(std::uint32_t entries, const Capabilities& device);
+
 class ProtectionDomain {
  public:
   virtual ~ProtectionDomain() = default;
