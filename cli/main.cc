@@ -39,9 +39,50 @@ Status write_file_atomically(const std::string& path, const std::string& text) {
   return Status::ok();
 }
 
+bool is_collective_row(const ResultRow& r) { return r.extra.count("busbw_gbps") > 0; }
+
+std::string note(const ResultRow& r, const char* key) {
+  auto it = r.notes.find(key);
+  return it == r.notes.end() ? std::string() : it->second;
+}
+
+// nccl-tests' table: one line per size, out-of-place then in-place columns.
+void print_collective_table(const std::vector<const ResultRow*>& rows) {
+  fmt::print("#{:>62}{:>36}\n", "out-of-place", "in-place");
+  fmt::print("#{:>11} {:>12} {:>9} {:>6} {:>6} {:>9} {:>7} {:>7} {:>6} {:>9} {:>7} {:>7} {:>6}\n", "size", "count", "type", "redop", "root",
+             "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
+  fmt::print("#{:>11} {:>12} {:>9} {:>6} {:>6} {:>9} {:>7} {:>7} {:>6} {:>9} {:>7} {:>7} {:>6}\n", "(B)", "(elements)", "", "", "", "(us)",
+             "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+  auto cols = [](const ResultRow* r) {
+    if (!r) return fmt::format("{:>9} {:>7} {:>7} {:>6}", "N/A", "N/A", "N/A", "N/A");
+    return fmt::format("{:>9.2f} {:>7.2f} {:>7.2f} {:>6}", r->time_s * 1e6, r->extra.at("algbw_gbps"), r->extra.at("busbw_gbps"), r->errors);
+  };
+  for (std::size_t i = 0; i < rows.size();) {
+    const ResultRow* out = nullptr;
+    const ResultRow* in = nullptr;
+    const ResultRow* first = rows[i];
+    for (; i < rows.size() && rows[i]->bytes == first->bytes && rows[i]->workload == first->workload; ++i) {
+      if (note(*rows[i], "placement") == "in-place") {
+        if (in) break;
+        in = rows[i];
+      } else {
+        if (out || in) break;
+        out = rows[i];
+      }
+    }
+    fmt::print(" {:>11} {:>12} {:>9} {:>6} {:>6} {} {}   {}\n", first->bytes, static_cast<std::uint64_t>(first->extra.at("count")),
+               note(*first, "type"), note(*first, "redop"), note(*first, "root"), cols(out), cols(in), note(*first, "algorithm"));
+  }
+}
+
 void print_table(const std::vector<ResultRow>& rows) {
   bool header_bw = false, header_lat = false;
+  std::vector<const ResultRow*> coll;
+  for (const auto& r : rows)
+    if (is_collective_row(r)) coll.push_back(&r);
+  if (!coll.empty()) print_collective_table(coll);
   for (const auto& r : rows) {
+    if (is_collective_row(r)) continue;
     if (r.lat) {
       if (!header_lat) {
         fmt::print("{:>10} {:>12} {:>12} {:>12} {:>16} {:>12} {:>14} {:>14} {:>16} {:>8}\n", "#bytes", "#iterations", "t_min[usec]",

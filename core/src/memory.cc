@@ -94,6 +94,21 @@ class HostMemory final : public MemoryProvider {
     std::memcpy(buf.bytes() + offset, src, len);
     return Status::ok();
   }
+
+  Status copy(const Buffer& dst, std::size_t dst_off, const Buffer& src, std::size_t src_off, std::size_t len) override {
+    if (dst_off + len > dst.size() || src_off + len > src.size()) return Status(Errc::invalid_argument, "copy outside a buffer");
+    if (len) std::memmove(dst.bytes() + dst_off, src.bytes() + src_off, len);
+    return Status::ok();
+  }
+
+  Status reduce(const Buffer& dst, std::size_t dst_off, const Buffer& a, std::size_t a_off, const Buffer& b, std::size_t b_off,
+                std::size_t count, DataType t, ReduceOp op) override {
+    const std::size_t len = count * dtype_size(t);
+    if (dst_off + len > dst.size() || a_off + len > a.size() || b_off + len > b.size())
+      return Status(Errc::invalid_argument, "reduce outside a buffer");
+    host_reduce(dst.bytes() + dst_off, a.bytes() + a_off, b.bytes() + b_off, count, t, op);
+    return Status::ok();
+  }
 };
 
 class PhantomMemory final : public MemoryProvider {
@@ -115,6 +130,11 @@ class PhantomMemory final : public MemoryProvider {
     return Status(Errc::not_supported, "phantom memory stores no bytes: nothing to read");
   }
   Status write(const Buffer&, std::size_t, const void*, std::size_t) override { return Status::ok(); }
+  Status copy(const Buffer&, std::size_t, const Buffer&, std::size_t, std::size_t) override { return Status::ok(); }
+  Status reduce(const Buffer&, std::size_t, const Buffer&, std::size_t, const Buffer&, std::size_t, std::size_t, DataType,
+                ReduceOp) override {
+    return Status::ok();
+  }
 
  private:
   std::atomic<std::uint64_t> next_{1ull << 60};

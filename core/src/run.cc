@@ -9,6 +9,7 @@
 
 #include "rdmalab/metrics.h"
 #include "rdmalab/record.h"
+#include "rdmalab/workloads/collectives.h"
 #include "rdmalab/workloads/perftest.h"
 
 namespace rdmalab {
@@ -19,6 +20,7 @@ const WorkloadRegistry& builtin_workloads() {
   static const WorkloadRegistry reg = [] {
     WorkloadRegistry r;
     workloads::register_perftest(r);
+    workloads::register_collectives(r);
     return r;
   }();
   return reg;

@@ -20,8 +20,8 @@ Schema core_schema() {
   s.add_choice("workload.type", "write_bw", "the workload to run (rdmalab list)", {});  // names: full_schema()
   s.add("workload.size", T::size, "64KiB", "message size", 1, 1u << 30);
   s.add("workload.sizes", T::size_list, "", "several message sizes: a list, or a power-of-two range 2B..8MiB", 1, 1u << 30);
-  s.add("workload.iterations", T::integer, "1000", "messages per QP per size (perftest -n)", 1, 1e9);
-  s.add("workload.warmup", T::integer, "0", "untimed iterations before the timed ones", 0, 1e9);
+  s.add("workload.iterations", T::integer, "1000", "messages per QP per size (perftest -n); collectives: iterations per size, default 20 (nccl-tests -n)", 1, 1e9);
+  s.add("workload.warmup", T::integer, "0", "untimed iterations before the timed ones (collectives: default 5, nccl-tests -w)", 0, 1e9);
   s.add("workload.duration", T::time, "", "run each size for this long instead of a fixed count (perftest -D)", 1e-6, 86400);
   s.add("workload.qps", T::integer, "1", "queue pairs per rank pair (perftest -q)", 1, 16);
   s.add("workload.tx_depth", T::integer, "128", "outstanding send requests per QP (perftest -t)", 1, 16384);
@@ -37,6 +37,16 @@ Schema core_schema() {
       "workload.memory", "host",
       "where buffers live: host, cuda (GPU), or phantom (simulated only: sizes without bytes, for runs too large to hold)",
       {"host", "cuda", "phantom"});
+  // Collectives (nccl-tests conventions).
+  s.add_choice("workload.dtype", "fp32", "element type of collectives", {"fp32", "fp16", "bf16", "int32", "int8"});
+  s.add_choice("workload.op", "sum", "reduction operator of all_reduce, reduce_scatter and reduce", {"sum", "prod", "max", "min"});
+  s.add("workload.root", T::integer, "0", "root rank of broadcast and reduce", 0, 1 << 20);
+  s.add_choice("workload.algorithm", "auto", "collective algorithm; auto picks per size as NCCL does (docs/collectives.md)",
+               {"auto", "ring", "tree", "rhd", "chain", "binomial", "pairwise"});
+  s.add("workload.chunk", T::size, "512KiB", "bytes per pipelined chunk of a collective (NCCL's step)", 1, 1u << 30);
+  s.add("workload.slots", T::integer, "8", "staging slots per connection of a collective (chunks in flight)", 1, 1024);
+  s.add_choice("workload.placement", "both", "collectives: run out-of-place, in-place, or both (nccl-tests prints both)",
+               {"both", "out_of_place", "in_place"});
   s.add("workload.timeout", T::time, "30s", "longest wait for one completion before the run fails", 1e-6, 86400);
   s.add_alternatives("workload.size", "workload.sizes");
   s.add_alternatives("workload.iterations", "workload.duration");

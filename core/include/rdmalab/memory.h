@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "rdmalab/reduce.h"
 #include "rdmalab/status.h"
 
 namespace rdmalab {
@@ -69,6 +70,12 @@ class MemoryProvider {
   // Plain copies between this provider's memory and the host, for small values (counters).
   virtual Status read(const Buffer& buf, std::size_t offset, void* dst, std::size_t len) = 0;
   virtual Status write(const Buffer& buf, std::size_t offset, const void* src, std::size_t len) = 0;
+  // Copies len bytes between two buffers of this provider (regions may not overlap).
+  virtual Status copy(const Buffer& dst, std::size_t dst_off, const Buffer& src, std::size_t src_off, std::size_t len) = 0;
+  // dst[i] = a[i] op b[i] for `count` elements of type t (the collectives' reduction); dst may
+  // be a. Offsets in bytes. Host memory uses host_reduce(); GPU memory a kernel.
+  virtual Status reduce(const Buffer& dst, std::size_t dst_off, const Buffer& a, std::size_t a_off, const Buffer& b,
+                        std::size_t b_off, std::size_t count, DataType t, ReduceOp op) = 0;
 };
 
 // The pattern: a cheap, position-dependent byte stream, different for each seed, never

@@ -1,0 +1,98 @@
+// NCCL-style collectives, written once against the transport contract, and the plans they run.
+//
+// A collective is compiled, per rank, into a Plan: the transfers this rank sends and receives,
+// in order, with the dependencies between them. One engine (collectives.cc) runs every plan:
+// each transfer is cut into chunks that travel as RDMA writes with immediate into the
+// receiver's staging slots, with credits for flow control (NCCL's "simple" protocol). A chunk
+// that depends on a received chunk leaves as soon as that one has been reduced or copied, so
+// the steps of a ring pipeline as in NCCL. docs/collectives.md describes the algorithms.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rdmalab/reduce.h"
+#include "rdmalab/workload.h"
+
+namespace rdmalab::workloads {
+
+void register_collectives(WorkloadRegistry& registry);
+
+enum class Collective { all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all, sendrecv };
+enum class Algorithm { ring, tree, rhd, chain, binomial, pairwise };
+const char* collective_name(Collective c) noexcept;
+const char* algorithm_name(Algorithm a) noexcept;
+
+// A place in one of a rank's buffers: the collective's input, its output, or scratch space.
+enum class Buf : std::uint8_t { in, out, scratch };
+struct Ref {
+  Buf buf = Buf::in;
+  std::uint64_t off = 0;  // bytes
+};
+
+struct SendOp {
+  int peer = 0;
+  int chan = 0;
+  Ref src;
+  std::uint64_t len = 0;  // bytes
+  int dep = -1;           // index into Plan::recvs this send waits for, or -1
+  bool chunkwise = false; // wait only for the same chunk of `dep` (pipelining), not all of it
+  bool serial = false;    // start only once the previous send of this channel has completed
+};
+
+struct RecvOp {
+  int peer = 0;
+  int chan = 0;
+  Ref dst;
+  std::uint64_t len = 0;
+  bool reduce = false;  // dst = operand op incoming; else dst = incoming
+  Ref operand;
+  int after = -1;  // index into Plan::recvs that must be processed first, or -1
+  bool after_whole = false;  // all of `after` first; else only its same chunk (pipelining)
+};
+
+struct LocalCopy {
+  Ref dst, src;
+  std::uint64_t len = 0;
+};
+
+struct Plan {
+  std::vector<LocalCopy> pre;  // before any transfer
+  std::vector<SendOp> sends;   // issued in this order, per channel
+  std::vector<RecvOp> recvs;   // processed in this order, per (peer, channel)
+  std::uint64_t in_bytes = 0, out_bytes = 0, scratch_bytes = 0;  // buffer sizes this plan needs
+};
+
+struct CollectiveArgs {
+  Collective coll = Collective::all_reduce;
+  Algorithm algo = Algorithm::ring;
+  int rank = 0;
+  int ranks = 1;
+  int root = 0;
+  std::uint64_t count = 0;  // elements, as nccl-tests counts them (see docs/collectives.md)
+  std::size_t elem = 4;     // bytes per element
+  bool in_place = false;
+};
+
+// This rank's plan. `count` must already be rounded as nccl-tests does (a multiple of ranks for
+// all_gather, reduce_scatter and all_to_all).
+Plan build_plan(const CollectiveArgs& a);
+
+// The algorithms a collective offers (the first is used when none is named), and the one NCCL
+// would pick for a size: tree / halving-doubling for small all-reduces, ring for large ones.
+std::vector<Algorithm> algorithms_for(Collective c);
+Algorithm default_algorithm(Collective c, std::uint64_t bytes, int ranks);
+
+// The two binary trees of NCCL's double binary tree, for tests: parent (-1 at the root) and
+// children (up to two) of `rank` in tree 0 or 1.
+struct TreeNode {
+  int parent = -1;
+  std::vector<int> children;
+};
+TreeNode btree_node(int rank, int ranks, int which);
+
+// nccl-tests' bus bandwidth factor for a collective on n ranks.
+double busbw_factor(Collective c, int ranks);
+
+}  // namespace rdmalab::workloads
