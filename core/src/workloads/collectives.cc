@@ -15,6 +15,7 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <mutex>
 #include <optional>
 
 #include "rdmalab/units.h"
@@ -138,13 +139,30 @@ std::vector<std::uint8_t> make_input(const Params& p, int ranks, int rank, std::
   return v;
 }
 
-// The reduction of every rank's input, element by element.
+// The reduction of every rank's input, element by element. It costs count x ranks, so ranks
+// that share a process (threads, simulated actors) compute it once: the last result is kept.
 std::vector<std::uint8_t> reduced_all(const Params& p, int ranks, std::uint64_t count) {
+  struct Key {
+    std::uint64_t seed, count;
+    int ranks;
+    DataType t;
+    ReduceOp op;
+    Collective coll;
+    bool operator==(const Key&) const = default;
+  };
+  static std::mutex mu;
+  static std::optional<Key> cached_key;
+  static std::vector<std::uint8_t> cached;
+  const Key key{p.seed, count, ranks, p.dtype, p.op, p.coll};
+  std::lock_guard<std::mutex> lock(mu);
+  if (cached_key && *cached_key == key) return cached;
   std::vector<std::uint8_t> acc = make_input(p, ranks, 0, count);
   for (int r = 1; r < ranks; ++r) {
     auto v = make_input(p, ranks, r, count);
     host_reduce(acc.data(), acc.data(), v.data(), count, p.dtype, p.op);
   }
+  cached_key = key;
+  cached = acc;
   return acc;
 }
 

@@ -1,0 +1,234 @@
+// The collectives: plans (tree shapes, coverage), the host reduction reference, and every
+// collective, algorithm, type and operator run end to end with #wrong == 0 on every usable
+// in-process backend, for rank counts that are not powers of two too. A corrupted delivery is
+// counted and fails the run; bad parameters are refused with the key.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+#include "backends.h"
+#include "rdmalab/reduce.h"
+#include "rdmalab/run.h"
+#include "rdmalab/workloads/collectives.h"
+
+namespace rdmalab {
+namespace {
+
+using workloads::btree_node;
+
+TEST(DoubleBinaryTree, EveryRankIsReachedOnceAndHasAtMostTwoChildren) {
+  for (int p = 1; p <= 600; ++p) {
+    for (int t = 0; t < 2; ++t) {
+      int roots = 0;
+      std::vector<int> seen(static_cast<std::size_t>(p), 0);
+      for (int r = 0; r < p; ++r) {
+        auto n = btree_node(r, p, t);
+        ASSERT_LE(n.children.size(), 2u) << "p " << p << " tree " << t << " rank " << r;
+        if (n.parent < 0) ++roots;
+        for (int c : n.children) {
+          ASSERT_GE(c, 0);
+          ASSERT_LT(c, p);
+          EXPECT_EQ(btree_node(c, p, t).parent, r) << "p " << p << " tree " << t;
+          seen[static_cast<std::size_t>(c)]++;
+        }
+      }
+      EXPECT_EQ(roots, 1) << "p " << p << " tree " << t;
+      for (int r = 0; r < p; ++r)
+        EXPECT_EQ(seen[static_cast<std::size_t>(r)], btree_node(r, p, t).parent < 0 ? 0 : 1) << "p " << p << " rank " << r;
+      // Depth stays logarithmic.
+      for (int r = 0; r < p; ++r) {
+        int depth = 0;
+        for (int x = r; btree_node(x, p, t).parent >= 0; x = btree_node(x, p, t).parent) ++depth;
+        EXPECT_LE(depth, static_cast<int>(std::ceil(std::log2(p + 1))) + 1) << "p " << p << " rank " << r;
+      }
+    }
+  }
+}
+
+TEST(DoubleBinaryTree, NoRankIsAnInnerNodeOfBothTreesWhenEven) {
+  // NCCL's point: each rank forwards (has children) in at most one tree, so the two halves load
+  // different links.
+  for (int p = 2; p <= 256; p += 2)
+    for (int r = 0; r < p; ++r)
+      EXPECT_FALSE(!btree_node(r, p, 0).children.empty() && !btree_node(r, p, 1).children.empty() &&
+                   btree_node(r, p, 0).parent >= 0 && btree_node(r, p, 1).parent >= 0)
+          << "p " << p << " rank " << r;
+}
+
+TEST(Plans, EveryByteOfTheOutputIsWrittenOnce) {
+  // For collectives that replace their output (all_gather, all_to_all, broadcast), the transfers
+  // and local copies into the output cover it exactly.
+  using namespace workloads;
+  for (auto coll : {Collective::all_gather, Collective::all_to_all, Collective::broadcast})
+    for (int p : {1, 2, 3, 7, 8})
+      for (auto algo : algorithms_for(coll))
+        for (int r = 0; r < p; ++r) {
+          CollectiveArgs a{coll, algo, r, p, 0, static_cast<std::uint64_t>(p) * 13, 4, false};
+          Plan plan = build_plan(a);
+          std::vector<int> hits(plan.out_bytes, 0);
+          auto mark = [&](Ref ref, std::uint64_t len) {
+            if (ref.buf != Buf::out) return;
+            for (std::uint64_t i = 0; i < len; ++i) hits[ref.off + i]++;
+          };
+          for (auto& c : plan.pre) mark(c.dst, c.len);
+          for (auto& rv : plan.recvs) mark(rv.dst, rv.len);
+          for (std::size_t i = 0; i < hits.size(); ++i)
+            ASSERT_EQ(hits[i], 1) << collective_name(coll) << "/" << algorithm_name(algo) << " p " << p << " rank " << r << " byte " << i;
+        }
+}
+
+TEST(HostReduce, HalfAndBfloatRoundTripsAndRounding) {
+  for (int i = -2048; i <= 2048; ++i) EXPECT_EQ(half_to_float(float_to_half(static_cast<float>(i))), static_cast<float>(i));
+  for (int i = -256; i <= 256; ++i) EXPECT_EQ(bf16_to_float(float_to_bf16(static_cast<float>(i))), static_cast<float>(i));
+  EXPECT_EQ(half_to_float(float_to_half(2049.0f)), 2048.0f);  // ties to even
+  EXPECT_EQ(half_to_float(float_to_half(2051.0f)), 2052.0f);
+  EXPECT_EQ(bf16_to_float(float_to_bf16(257.0f)), 256.0f);
+  EXPECT_TRUE(std::isinf(half_to_float(float_to_half(70000.0f))));
+  EXPECT_EQ(half_to_float(float_to_half(5.960464477539063e-08f)), 5.960464477539063e-08f);  // smallest subnormal
+  EXPECT_EQ(half_to_float(0x3c00), 1.0f);
+  EXPECT_TRUE(std::isnan(half_to_float(float_to_half(NAN))));
+}
+
+TEST(HostReduce, EveryTypeAndOperator) {
+  for (auto t : {DataType::fp32, DataType::fp16, DataType::bf16, DataType::int32, DataType::int8})
+    for (auto op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::max, ReduceOp::min}) {
+      std::vector<std::uint8_t> a(5 * dtype_size(t)), b(a.size()), d(a.size());
+      const double av[] = {1, -3, 7, 0, 100}, bv[] = {2, 5, -7, 9, 1};
+      for (int i = 0; i < 5; ++i) {
+        set_element(a.data(), static_cast<std::size_t>(i), t, av[i]);
+        set_element(b.data(), static_cast<std::size_t>(i), t, bv[i]);
+      }
+      host_reduce(d.data(), a.data(), b.data(), 5, t, op);
+      for (int i = 0; i < 5; ++i) {
+        double want = op == ReduceOp::sum ? av[i] + bv[i] : op == ReduceOp::prod ? av[i] * bv[i] : op == ReduceOp::max ? std::max(av[i], bv[i]) : std::min(av[i], bv[i]);
+        if (t == DataType::int8) want = static_cast<double>(static_cast<std::int8_t>(static_cast<std::uint8_t>(static_cast<int>(want) & 0xff)));
+        EXPECT_EQ(element_as_double(d.data(), static_cast<std::size_t>(i), t), want) << dtype_name(t) << " " << reduce_op_name(op) << " " << i;
+      }
+    }
+  std::int32_t big = 0x7fffffff, one = 1, out = 0;  // integers wrap
+  host_reduce(&out, &big, &one, 1, DataType::int32, ReduceOp::sum);
+  EXPECT_EQ(out, static_cast<std::int32_t>(0x80000000u));
+}
+
+// ---------------------------------------------------------------------------------------------
+// End to end.
+
+std::vector<std::string> inprocess_backends() {
+  std::vector<std::string> out;
+  for (const char* b : {"loopback", "simgrid"}) {
+    auto be = all_backends().make(b);
+    if (be && (*be)->availability().usable) out.push_back(b);
+  }
+  return out;
+}
+
+RunOutcome run(const std::string& backend, std::vector<std::string> sets) {
+  auto sc = parse_scenario("name: t\n", "t.yaml", sets, full_schema(all_backends()));
+  EXPECT_TRUE(sc.is_ok()) << sc.status().message();
+  if (!sc) return RunOutcome{sc.status(), {}, 0};
+  auto be = all_backends().make(backend);
+  EXPECT_TRUE(be.is_ok());
+  return run_scenario(*sc, **be);
+}
+
+struct Case {
+  std::string backend, coll, algo;
+};
+void PrintTo(const Case& c, std::ostream* os) { *os << c.backend << "/" << c.coll << "/" << c.algo; }
+
+class Collectives : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Collectives, ZeroWrongForOddAndEvenRankCountsSizesAndChunks) {
+  const Case& c = GetParam();
+  for (int p : {1, 2, 3, 5, 8}) {
+    // Sizes that split unevenly, several chunks per transfer, and a root that is not 0.
+    std::vector<std::string> sets = {"fabric.nodes=" + std::to_string(p), "workload.type=" + c.coll, "workload.algorithm=" + c.algo,
+                                     "workload.sizes=[40B,4KiB,66000B]", "workload.chunk=4KiB", "workload.slots=3",
+                                     "workload.iterations=2", "workload.warmup=1", "workload.root=" + std::to_string(p / 2)};
+    RunOutcome out = run(c.backend, sets);
+    ASSERT_TRUE(out.status.is_ok()) << "p " << p << ": " << out.status.to_string();
+    ASSERT_FALSE(out.rows.empty());
+    for (const auto& r : out.rows) {
+      EXPECT_EQ(r.errors, 0u) << "p " << p << " size " << r.bytes << " " << r.notes.at("placement");
+      EXPECT_EQ(r.notes.at("algorithm"), c.algo);
+      if (p > 1) {
+        EXPECT_GT(r.time_s, 0);  // one rank moves nothing: no simulated time passes
+      }
+      EXPECT_GE(r.extra.at("busbw_gbps"), 0);
+      EXPECT_EQ(r.notes.at("verify"), "on");
+    }
+  }
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> v;
+  for (const auto& b : inprocess_backends())
+    for (auto coll : {workloads::Collective::all_reduce, workloads::Collective::all_gather, workloads::Collective::reduce_scatter,
+                      workloads::Collective::broadcast, workloads::Collective::reduce, workloads::Collective::all_to_all,
+                      workloads::Collective::sendrecv})
+      for (auto a : workloads::algorithms_for(coll)) v.push_back({b, workloads::collective_name(coll), workloads::algorithm_name(a)});
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, Collectives, ::testing::ValuesIn(cases()), [](const auto& param_info) {
+  return param_info.param.backend + "_" + param_info.param.coll + "_" + param_info.param.algo;
+});
+
+TEST(CollectiveTypes, EveryTypeAndOperatorIsExact) {
+  for (const auto& b : inprocess_backends())
+    for (const char* coll : {"all_reduce", "reduce_scatter", "reduce"})
+      for (const char* dt : {"fp32", "fp16", "bf16", "int32", "int8"})
+        for (const char* op : {"sum", "prod", "max", "min"}) {
+          RunOutcome out = run(b, {"fabric.nodes=3", std::string("workload.type=") + coll, std::string("workload.dtype=") + dt,
+                                   std::string("workload.op=") + op, "workload.size=3000B", "workload.chunk=512B", "workload.iterations=1",
+                                   "workload.warmup=0"});
+          ASSERT_TRUE(out.status.is_ok()) << b << " " << coll << " " << dt << " " << op << ": " << out.status.to_string();
+          for (const auto& r : out.rows) EXPECT_EQ(r.errors, 0u) << b << " " << coll << " " << dt << " " << op;
+        }
+}
+
+TEST(CollectiveTypes, SumStaysExactBeyondTheLowPrecisionRange) {
+  // 260 ranks of bf16 (exact integers only up to 256): the inputs keep every partial sum exact.
+  auto be = all_backends().make("simgrid");
+  if (!be || !(*be)->availability().usable) GTEST_SKIP() << "needs the SimGrid backend for 260 ranks";
+  RunOutcome out = run("simgrid", {"fabric.nodes=260", "workload.type=all_reduce", "workload.dtype=bf16", "workload.size=2600B",
+                                   "workload.iterations=1", "workload.warmup=0", "workload.algorithm=rhd"});
+  ASSERT_TRUE(out.status.is_ok()) << out.status.to_string();
+  ASSERT_FALSE(out.rows.empty());
+  for (const auto& r : out.rows) EXPECT_EQ(r.errors, 0u);
+}
+
+TEST(CollectiveChecks, CorruptedDeliveryIsCountedAndFailsTheRun) {
+  RunOutcome out = run("loopback", {"fabric.nodes=4", "workload.type=all_reduce", "workload.size=64KiB", "workload.chunk=4KiB",
+                                    "loopback.corrupt_every=7", "workload.iterations=2"});
+  EXPECT_EQ(out.status.code(), Errc::data) << out.status.to_string();
+  std::uint64_t wrong = 0;
+  for (const auto& r : out.rows) wrong += r.errors;
+  EXPECT_GT(wrong, 0u);
+}
+
+TEST(CollectiveChecks, BadParametersAreRefusedWithTheKey) {
+  struct Bad {
+    std::vector<std::string> sets;
+    std::string key;
+  };
+  std::vector<Bad> bad = {
+      {{"workload.type=broadcast", "fabric.nodes=4", "workload.root=4"}, "workload.root"},
+      {{"workload.type=all_gather", "fabric.nodes=4", "workload.size=8B"}, "workload.size"},
+      {{"workload.type=all_gather", "workload.algorithm=tree"}, "workload.algorithm"},
+      {{"workload.type=all_to_all", "workload.placement=in_place"}, "workload.placement"},
+      {{"workload.type=all_reduce", "workload.duration=1s"}, "workload.duration"},
+      {{"workload.type=all_reduce", "workload.dtype=fp64"}, "workload.dtype"},
+      {{"workload.type=all_reduce", "workload.dtype=fp32", "workload.chunk=2B"}, "workload.chunk"},
+  };
+  for (const auto& b : bad) {
+    auto sc = parse_scenario("name: t\n", "t.yaml", b.sets, full_schema(all_backends()));
+    Status st = sc.is_ok() ? check_run(*sc, **all_backends().make("loopback")) : sc.status();
+    EXPECT_FALSE(st.is_ok()) << b.key;
+    EXPECT_NE(st.message().find(b.key), std::string::npos) << st.message();
+  }
+}
+
+}  // namespace
+}  // namespace rdmalab
