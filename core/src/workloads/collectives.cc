@@ -423,14 +423,23 @@ struct Engine {
       rcur[conn_index.at({plan.recvs[i].peer, plan.recvs[i].chan})].ops.push_back(static_cast<int>(i));
       recv_chunks_left += nchunks(plan.recvs[i].len);
     }
-    // Per channel: the sends, in order, and a cursor.
+    // Per connection: the sends, in order, and a cursor. Connections progress independently (a
+    // tree node feeds both children chunk by chunk); order across peers comes from dependencies.
     struct SendCursor {
       std::vector<int> ops;
       std::size_t pos = 0;
       std::uint64_t chunk = 0;
     };
-    std::map<int, SendCursor> scur;
-    for (std::size_t i = 0; i < plan.sends.size(); ++i) scur[plan.sends[i].chan].ops.push_back(static_cast<int>(i));
+    std::map<std::pair<int, int>, SendCursor> scur;
+    std::vector<int> prev_in_chan(plan.sends.size(), -1);  // for SendOp::serial
+    std::map<int, int> last_in_chan;
+    for (std::size_t i = 0; i < plan.sends.size(); ++i) {
+      const SendOp& s = plan.sends[i];
+      scur[{s.peer, s.chan}].ops.push_back(static_cast<int>(i));
+      auto it = last_in_chan.find(s.chan);
+      if (it != last_in_chan.end()) prev_in_chan[i] = it->second;
+      last_in_chan[s.chan] = static_cast<int>(i);
+    }
     std::uint64_t sends_outstanding = 0;
     std::vector<std::uint64_t> sent_done(plan.sends.size(), 0);  // chunks completed per send op
     const double deadline_step = p.timeout;
@@ -442,14 +451,14 @@ struct Engine {
     };
 
     auto issue = [&](bool& progressed) -> Status {
-      for (auto& [chan, sc] : scur) {
+      for (auto& [key, sc] : scur) {
         while (sc.pos < sc.ops.size()) {
           const SendOp& s = plan.sends[static_cast<std::size_t>(sc.ops[sc.pos])];
           const std::size_t ci = conn_index.at({s.peer, s.chan});
           Conn& c = conns[ci];
           if (c.credits == 0 || c.sq_out + 1 >= c.sq_cap || !dep_met(s, sc.chunk)) break;
-          if (s.serial && sc.pos > 0) {
-            const auto prev = static_cast<std::size_t>(sc.ops[sc.pos - 1]);
+          if (s.serial && prev_in_chan[static_cast<std::size_t>(sc.ops[sc.pos])] >= 0) {
+            const auto prev = static_cast<std::size_t>(prev_in_chan[static_cast<std::size_t>(sc.ops[sc.pos])]);
             if (sent_done[prev] < nchunks(plan.sends[prev].len)) break;
           }
           const std::uint64_t off = sc.chunk * p.chunk;
@@ -554,7 +563,7 @@ struct Engine {
 
     auto finished = [&] {
       if (recv_chunks_left || sends_outstanding) return false;
-      for (auto& [chan, sc] : scur)
+      for (auto& [key, sc] : scur)
         if (sc.pos < sc.ops.size()) return false;
       // Credits still in flight need not be waited for: their completions are taken by the
       // next execution (or never, at the end), and nothing reuses what they carried.

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Runs one part of the verbs test suite inside the Soft-RoCE VM (scripts/rxe-vm.sh calls it).
-#   in_vm.sh BUILD_DIR conformance|perftest|cli
+#   in_vm.sh BUILD_DIR conformance|perftest|collectives|cli
 # Exits non-zero when anything failed; prints what ran.
 set -u
 build=$1
@@ -27,6 +27,10 @@ case "$part" in
     "$build/tests/backends_conformance_test" --gtest_filter='*verbs*' || fail=1 ;;
   perftest)
     "$build/tests/core_perftest_test" --gtest_filter='*verbs*' || fail=1 ;;
+  collectives)
+    "$build/tests/core_collectives_test" --gtest_filter='*verbs*' || fail=1
+    check "all_reduce sweep on verbs, 5 ranks, nccl-tests columns" 0 "busbw" "$rdmalab" run "$scenario" --backend verbs \
+      --set fabric.nodes=5 --set workload.type=all_reduce --set workload.sizes=8B..1MiB ;;
   cli)
     check "devices lists rxe0 with its RoCE v2 GID" 0 "RoCE v2" "$rdmalab" devices
     check "devices --json" 0 '"device": "rxe0"' "$rdmalab" devices --json

@@ -59,7 +59,7 @@ struct LocalCopy {
 
 struct Plan {
   std::vector<LocalCopy> pre;  // before any transfer
-  std::vector<SendOp> sends;   // issued in this order, per channel
+  std::vector<SendOp> sends;   // issued in this order, per (peer, channel)
   std::vector<RecvOp> recvs;   // processed in this order, per (peer, channel)
   std::uint64_t in_bytes = 0, out_bytes = 0, scratch_bytes = 0;  // buffer sizes this plan needs
 };
