@@ -130,9 +130,9 @@ struct Builder {
     plan.sends.push_back(SendOp{peer, chan, src, len, dep, chunkwise, serial});
     return static_cast<int>(plan.sends.size()) - 1;
   }
-  int recv_copy(int peer, int chan, Ref dst, std::uint64_t len) {
+  int recv_copy(int peer, int chan, Ref dst, std::uint64_t len, int after = -1, bool after_whole = false) {
     if (len == 0) return -1;
-    plan.recvs.push_back(RecvOp{peer, chan, dst, len, false, Ref{}, -1, false});
+    plan.recvs.push_back(RecvOp{peer, chan, dst, len, false, Ref{}, after, after_whole});
     return static_cast<int>(plan.recvs.size()) - 1;
   }
   int recv_reduce(int peer, int chan, Ref dst, Ref operand, std::uint64_t len, int after = -1, bool after_whole = false) {
@@ -268,7 +268,9 @@ Plan all_reduce_rhd(Builder& b) {
     // The partner holds the other half of the window.
     const std::uint64_t olo = w.lower ? w.mid : w.lo, ohi = w.lower ? w.hi : w.mid;
     b.send(partner, 0, Builder::at(out, lo * b.es), (hi - lo) * b.es, last, false);
-    int rv = b.recv_copy(partner, 0, Builder::at(out, olo * b.es), (ohi - olo) * b.es);
+    // After the previous step's copy too: the next send forwards both, and the partners of
+    // different steps do not wait for each other, so their data can arrive out of step order.
+    int rv = b.recv_copy(partner, 0, Builder::at(out, olo * b.es), (ohi - olo) * b.es, last, true);
     if (rv >= 0) last = rv;
     lo = w.lo;
     hi = w.hi;
