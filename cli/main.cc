@@ -75,14 +75,39 @@ void print_collective_table(const std::vector<const ResultRow*>& rows) {
   }
 }
 
+bool is_training_row(const ResultRow& r) { return r.extra.count("step_ms") > 0; }
+
+double extra(const ResultRow& r, const char* key) {
+  auto it = r.extra.find(key);
+  return it == r.extra.end() ? 0.0 : it->second;
+}
+
+void print_training_row(const ResultRow& r) {
+  if (r.workload == "train_pp") {
+    fmt::print("{:>12} {:>28} {:>10} {:>11} {:>10} {:>9} {:>9} {:>12} {:>7}\n", "model", "parallelism", "step[ms]", "compute[ms]", "bubble[ms]",
+               "bubble", "ideal", "samples/s", "#wrong");
+    fmt::print("{:>12} {:>28} {:>10.3f} {:>11.3f} {:>10.3f} {:>8.1f}% {:>8.1f}% {:>12.1f} {:>7}\n", note(r, "model"), note(r, "parallelism"),
+               extra(r, "step_ms"), extra(r, "compute_ms"), extra(r, "bubble_ms"), 100 * extra(r, "bubble_fraction"),
+               100 * extra(r, "ideal_bubble_fraction"), extra(r, "samples_per_s"), r.errors);
+    return;
+  }
+  fmt::print("{:>12} {:>20} {:>14} {:>8} {:>10} {:>11} {:>9} {:>12} {:>12} {:>7}\n", "model", "parallelism", "grad bytes", "buckets", "step[ms]",
+             "compute[ms]", "comm[ms]", "exposed[ms]", "samples/s", "#wrong");
+  fmt::print("{:>12} {:>20} {:>14} {:>8} {:>10.3f} {:>11.3f} {:>9.3f} {:>12.3f} {:>12.1f} {:>7}\n", note(r, "model"), note(r, "parallelism"),
+             r.bytes, static_cast<int>(extra(r, "buckets")), extra(r, "step_ms"), extra(r, "compute_ms"), extra(r, "comm_ms"),
+             extra(r, "exposed_ms"), extra(r, "samples_per_s"), r.errors);
+}
+
 void print_table(const std::vector<ResultRow>& rows) {
   bool header_bw = false, header_lat = false;
   std::vector<const ResultRow*> coll;
   for (const auto& r : rows)
     if (is_collective_row(r)) coll.push_back(&r);
   if (!coll.empty()) print_collective_table(coll);
+  for (const auto& r : rows)
+    if (is_training_row(r)) print_training_row(r);
   for (const auto& r : rows) {
-    if (is_collective_row(r)) continue;
+    if (is_collective_row(r) || is_training_row(r)) continue;
     if (r.lat) {
       if (!header_lat) {
         fmt::print("{:>10} {:>12} {:>12} {:>12} {:>16} {:>12} {:>14} {:>14} {:>16} {:>8}\n", "#bytes", "#iterations", "t_min[usec]",

@@ -11,6 +11,7 @@
 #include "rdmalab/record.h"
 #include "rdmalab/workloads/collectives.h"
 #include "rdmalab/workloads/perftest.h"
+#include "rdmalab/workloads/training.h"
 
 namespace rdmalab {
 
@@ -21,6 +22,7 @@ const WorkloadRegistry& builtin_workloads() {
     WorkloadRegistry r;
     workloads::register_perftest(r);
     workloads::register_collectives(r);
+    workloads::register_training(r);
     return r;
   }();
   return reg;

@@ -47,6 +47,20 @@ Schema core_schema() {
   s.add("workload.slots", T::integer, "8", "staging slots per connection of a collective (chunks in flight)", 1, 1024);
   s.add_choice("workload.placement", "both", "collectives: run out-of-place, in-place, or both (nccl-tests prints both)",
                {"both", "out_of_place", "in_place"});
+  // Training steps (docs/training.md).
+  s.add_choice("training.model", "resnet50", "model preset, or custom with training.layers", {"resnet50", "gpt3-175b", "llama2-70b", "custom"});
+  s.add("training.layers", T::int_list, "", "custom model: parameters per layer, in forward order", 1, 1e13);
+  s.add("training.layer_flops", T::int_list, "", "custom model: forward FLOPs per sample per layer (default 2 x parameters)", 0, 1e18);
+  s.add("training.batch", T::integer, "", "samples (images or tokens) per GPU per step; default per preset", 1, 1e12);
+  s.add("training.gpu_flops", T::number, "400e12", "achieved FLOP/s of one GPU (400 TFLOP/s: about 40% of an H100's dense bf16 peak)", 1e6, 1e18);
+  s.add("training.layer_time", T::time, "", "forward time of every layer for the whole batch, instead of FLOPs / gpu_flops", 0, 3600);
+  s.add("training.bucket", T::size, "25MiB", "gradient bucket size (PyTorch DDP's bucket_cap_mb)", 1, 1ull << 40);
+  s.add("training.tensor_parallel", T::integer, "1", "train_dp: tensor-parallel group size (consecutive ranks, as inside a node)", 1, 1024);
+  s.add("training.moe_alltoall", T::size, "0B", "train_dp: bytes each rank exchanges in each MoE all-to-all (2 per layer and pass); 0 = dense model", 0,
+        1ull << 40);
+  s.add("training.microbatches", T::integer, "8", "train_pp: micro-batches per step", 1, 1e6);
+  s.add("training.activation", T::size, "", "bytes across a stage boundary per micro-batch (train_pp) or all-reduced per layer (tensor parallel); default from the preset", 1, 1ull << 40);
+  s.add("training.progress_interval", T::time, "20us", "compute slice between two engine progress calls while collectives are in flight", 1e-7, 1);
   s.add("workload.timeout", T::time, "30s", "longest wait for one completion before the run fails", 1e-6, 86400);
   s.add_alternatives("workload.size", "workload.sizes");
   s.add_alternatives("workload.iterations", "workload.duration");

@@ -252,6 +252,8 @@ Result<int> CollectiveEngine::begin(Plan plan) {
   }
   e->plan = std::move(plan);
   execs_[id] = std::move(e);
+  // Whatever can leave now does (a pipeline stage's send goes out before its next compute).
+  RDMALAB_TRY(progress(false));
   return id;
 }
 

@@ -1,0 +1,37 @@
+// Training-step workloads: the traffic of data-parallel (with tensor-parallel and MoE options)
+// and pipeline-parallel training, with compute modelled from FLOP counts. docs/training.md.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rdmalab/workload.h"
+
+namespace rdmalab::workloads {
+
+void register_training(WorkloadRegistry& registry);
+
+// One layer as the step sees it: its parameters (gradient size) and its forward FLOPs per sample
+// (per image, or per token for language models). Backward costs twice the forward.
+struct ModelLayer {
+  std::string name;
+  std::uint64_t params = 0;
+  double fwd_flops_per_sample = 0;
+};
+
+struct ModelPreset {
+  std::string name;
+  std::string source;  // where the numbers come from
+  std::string sample;  // "image" or "token"
+  std::uint64_t default_batch = 0;       // samples per GPU per step
+  std::uint64_t activation_per_sample = 0;  // bytes crossing a pipeline stage boundary per sample (bf16)
+  std::vector<ModelLayer> layers;
+  std::uint64_t total_params() const;
+};
+
+const std::vector<ModelPreset>& model_presets();
+const ModelPreset* find_preset(const std::string& name);
+
+}  // namespace rdmalab::workloads

@@ -1,0 +1,524 @@
+// Training-step workloads.
+//
+// train_dp: every rank runs forward, then backward layer by layer in reverse; each layer's
+// gradients join a bucket, and a full bucket is all-reduced at once (PyTorch DDP's scheme) while
+// the backward pass goes on. Compute is modelled from FLOPs and a GPU rate (runtime.compute: real
+// time on hardware, simulated time on SimGrid); while collectives are in flight the compute is
+// cut into slices and the engine progresses between them, as NCCL runs beside the kernels.
+// Options: tensor parallelism inside groups of consecutive ranks (two blocking all-reduces of the
+// activations per layer forward and backward, Megatron-LM's layout) and mixture-of-experts
+// (two all-to-alls per layer forward and backward).
+//
+// train_pp: the ranks are the stages of one pipeline; micro-batches flow with the 1F1B schedule
+// (PipeDream-Flush / Megatron-LM): activations forward, gradients backward, point to point.
+#include "rdmalab/workloads/training.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "engine.h"
+#include "rdmalab/units.h"
+#include "rdmalab/workloads/common.h"
+
+namespace rdmalab::workloads {
+namespace {
+
+// Channels keep the communicators of one rank apart (the same pair of ranks may meet in two).
+constexpr int kChanDp = 0;   // 0..1 (the double binary tree uses two)
+constexpr int kChanTp = 2;   // 2..3
+constexpr int kChanMoe = 4;  // 4
+constexpr int kChanPp = 6;
+
+struct Params {
+  std::vector<ModelLayer> layers;
+  std::string model;
+  std::uint64_t batch = 0;  // samples per rank per step
+  double gpu_rate = 0;      // FLOP/s
+  double layer_time = -1;   // forward seconds per layer when given
+  std::uint64_t bucket = 0;
+  int tp = 1;
+  std::uint64_t moe_bytes = 0;
+  std::uint64_t tp_bytes = 0;  // activations all-reduced per layer in tensor parallel
+  int microbatches = 8;
+  std::uint64_t activation = 0;  // bytes per micro-batch across a stage boundary
+  double slice = 20e-6;
+  std::uint64_t steps = 3, warmup = 1;
+  DataType dtype = DataType::fp32;
+  std::optional<Algorithm> algo;
+  std::uint64_t chunk = 512 * 1024;
+  std::uint32_t slots = 8;
+  MemoryKind memory = MemoryKind::host;
+  bool verify = true;
+  double timeout = 30;
+  std::uint64_t seed = 1;
+};
+
+MemoryKind memory_kind_of(const Scenario& sc) {
+  const std::string m = sc.get_string("workload.memory");
+  return m == "cuda" ? MemoryKind::cuda : m == "phantom" ? MemoryKind::phantom : MemoryKind::host;
+}
+
+Params read_params(const Scenario& sc) {
+  Params p;
+  p.model = sc.get_string("training.model");
+  if (p.model == "custom") {
+    auto params = sc.get_ints("training.layers");
+    auto flops = sc.is_set("training.layer_flops") ? sc.get_ints("training.layer_flops") : std::vector<std::int64_t>{};
+    for (std::size_t i = 0; i < params.size(); ++i)
+      p.layers.push_back({"layer" + std::to_string(i), static_cast<std::uint64_t>(params[i]),
+                          flops.empty() ? 2.0 * static_cast<double>(params[i]) : static_cast<double>(flops[i])});
+    p.batch = 1;
+    p.activation = 0;
+  } else {
+    const ModelPreset* m = find_preset(p.model);
+    p.layers = m->layers;
+    p.batch = m->default_batch;
+    p.activation = m->activation_per_sample;
+  }
+  if (sc.is_set("training.batch")) p.batch = static_cast<std::uint64_t>(sc.get_int("training.batch"));
+  p.gpu_rate = sc.get_number("training.gpu_flops");
+  if (sc.is_set("training.layer_time")) p.layer_time = sc.get_time("training.layer_time");
+  p.bucket = sc.get_size("training.bucket");
+  p.tp = static_cast<int>(sc.get_int("training.tensor_parallel"));
+  p.moe_bytes = sc.get_size("training.moe_alltoall");
+  p.microbatches = static_cast<int>(sc.get_int("training.microbatches"));
+  // Bytes of one sample's activations, times the samples of a micro-batch (pipeline) or of the
+  // whole local batch (tensor parallel).
+  const std::uint64_t per_sample = p.activation;
+  if (sc.is_set("training.activation")) p.activation = sc.get_size("training.activation");
+  else p.activation = std::max<std::uint64_t>(1, per_sample * std::max<std::uint64_t>(1, p.batch / static_cast<std::uint64_t>(p.microbatches)));
+  p.tp_bytes = sc.is_set("training.activation") ? p.activation : std::max<std::uint64_t>(1, per_sample * p.batch);
+  p.slice = sc.get_time("training.progress_interval");
+  p.steps = sc.is_set("workload.iterations") ? static_cast<std::uint64_t>(sc.get_int("workload.iterations")) : 3;
+  p.warmup = sc.is_set("workload.warmup") ? static_cast<std::uint64_t>(sc.get_int("workload.warmup")) : 1;
+  p.dtype = *parse_dtype(sc.get_string("workload.dtype"));
+  const std::string alg = sc.get_string("workload.algorithm");
+  if (alg != "auto")
+    for (Algorithm a : algorithms_for(Collective::all_reduce))
+      if (alg == algorithm_name(a)) p.algo = a;
+  p.chunk = std::max<std::uint64_t>(sc.get_size("workload.chunk") / dtype_size(p.dtype) * dtype_size(p.dtype), dtype_size(p.dtype));
+  p.slots = static_cast<std::uint32_t>(sc.get_int("workload.slots"));
+  p.memory = memory_kind_of(sc);
+  p.verify = sc.get_bool("workload.verify") && p.memory != MemoryKind::phantom;
+  p.timeout = sc.get_time("workload.timeout");
+  p.seed = static_cast<std::uint64_t>(sc.get_int("seed"));
+  return p;
+}
+
+double fwd_time(const Params& p, const ModelLayer& l, double samples) {
+  if (p.layer_time >= 0) return p.layer_time * samples / static_cast<double>(p.batch);
+  return l.fwd_flops_per_sample * samples / p.gpu_rate;
+}
+
+// A plan over a group of ranks: built in group ranks, then mapped to global ranks and a channel.
+Plan group_plan(Collective coll, Algorithm algo, const std::vector<int>& members, int me, std::uint64_t count, std::size_t es, bool in_place,
+                int chan_base) {
+  CollectiveArgs a{coll, algo, me, static_cast<int>(members.size()), 0, count, es, in_place};
+  Plan plan = build_plan(a);
+  for (auto& s : plan.sends) {
+    s.peer = members[static_cast<std::size_t>(s.peer)];
+    s.chan += chan_base;
+  }
+  for (auto& r : plan.recvs) {
+    r.peer = members[static_cast<std::size_t>(r.peer)];
+    r.chan += chan_base;
+  }
+  return plan;
+}
+
+// Adds the seconds a compute phase takes, progressing the engine between slices while anything
+// is in flight, so communication overlaps compute.
+Status compute_overlapped(RankEnv& env, CollectiveEngine& eng, const Params& p, double seconds) {
+  while (seconds > 0) {
+    if (eng.idle()) {
+      env.rt.compute(seconds);
+      return Status::ok();
+    }
+    const double s = std::min(seconds, p.slice);
+    env.rt.compute(s);
+    seconds -= s;
+    RDMALAB_TRY(eng.progress(false));
+  }
+  return Status::ok();
+}
+
+struct Bucket {
+  std::uint64_t offset = 0, bytes = 0;  // in the gradient buffer
+  std::size_t last_layer = 0;           // the backward pass fills it up to this layer (reverse order)
+  Plan plan;
+};
+
+std::uint64_t round_up(std::uint64_t v, std::uint64_t a) { return (v + a - 1) / a * a; }
+
+// ------------------------------------------------------------------------------------------
+
+Status run_dp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
+  const Params p = read_params(sc);
+  const std::size_t es = dtype_size(p.dtype);
+  const int tp = p.tp;
+  const int dp = env.size / tp;
+  const int tp_rank = env.rank % tp, dp_rank = env.rank / tp;
+  std::vector<int> dp_members, tp_members, all(static_cast<std::size_t>(env.size));
+  for (int i = 0; i < dp; ++i) dp_members.push_back(i * tp + tp_rank);
+  for (int i = 0; i < tp; ++i) tp_members.push_back(dp_rank * tp + i);
+  std::iota(all.begin(), all.end(), 0);
+
+  // Gradients of this rank (its 1/tp share of every layer), in backward order, cut into buckets.
+  std::vector<Bucket> buckets;
+  std::uint64_t grad_bytes = 0;
+  {
+    Bucket cur;
+    for (std::size_t k = p.layers.size(); k-- > 0;) {
+      std::uint64_t b = round_up(p.layers[k].params / static_cast<std::uint64_t>(tp) * es, es * static_cast<std::uint64_t>(dp));
+      cur.bytes += b;
+      cur.last_layer = k;
+      if (cur.bytes >= p.bucket || k == 0) {
+        cur.offset = grad_bytes;
+        grad_bytes += cur.bytes;
+        buckets.push_back(cur);
+        cur = Bucket{};
+      }
+    }
+  }
+  std::vector<Plan> plans;
+  for (auto& b : buckets) {
+    const std::uint64_t count = b.bytes / es;
+    const Algorithm algo = p.algo ? *p.algo : default_algorithm(Collective::all_reduce, b.bytes, dp);
+    b.plan = shift_plan(group_plan(Collective::all_reduce, algo, dp_members, dp_rank, count, es, true, kChanDp), 0, b.offset, 0);
+    plans.push_back(b.plan);
+  }
+  // Tensor-parallel activations and MoE all-to-alls live after the gradients in the same buffer.
+  const std::uint64_t tp_off = grad_bytes;
+  const std::uint64_t tp_count = round_up(p.tp_bytes, es) / es;
+  Plan tp_plan, moe_plan;
+  if (tp > 1) {
+    tp_plan = shift_plan(group_plan(Collective::all_reduce, default_algorithm(Collective::all_reduce, tp_count * es, tp), tp_members, tp_rank,
+                                    tp_count, es, true, kChanTp),
+                         0, tp_off, 0);
+    plans.push_back(tp_plan);
+  }
+  const std::uint64_t moe_count = round_up(p.moe_bytes, es * static_cast<std::uint64_t>(env.size)) / es;
+  const std::uint64_t moe_off = tp_off + tp_count * es;  // after the gradients and the activations
+  if (p.moe_bytes > 0) {
+    moe_plan = shift_plan(group_plan(Collective::all_to_all, Algorithm::pairwise, all, env.rank, moe_count, es, false, kChanMoe), 0, moe_off, 0);
+    plans.push_back(moe_plan);
+  }
+  EngineConfig cfg;
+  cfg.chunk = p.chunk;
+  cfg.slots = p.slots;
+  cfg.dtype = p.dtype;
+  cfg.op = ReduceOp::sum;
+  cfg.memory = p.memory;
+  cfg.timeout = p.timeout;
+  cfg.what = "train_dp";
+  CollectiveEngine eng(env, cfg);
+  RDMALAB_TRY(eng.setup(plans, 0, moe_off + moe_count * es));
+
+  // Known gradients: every rank's element i is a small integer, so the all-reduced sum is exact.
+  auto grad_value = [&](int rank, std::uint64_t i) { return static_cast<double>(pattern_word(p.seed * 31 + static_cast<std::uint64_t>(rank), i) % 8); };
+  auto load_grads = [&]() -> Status {
+    if (!p.verify) return Status::ok();
+    std::vector<std::uint8_t> v(grad_bytes);
+    for (std::uint64_t i = 0; i < grad_bytes / es; ++i) set_element(v.data(), i, p.dtype, grad_value(env.rank, i));
+    return eng.mem().write(eng.out(), 0, v.data(), v.size());
+  };
+
+  struct Step {
+    double step = 0, compute = 0, comm = 0;
+  };
+  std::vector<Step> timed;
+  std::uint64_t wrong = 0;
+  for (std::uint64_t it = 0; it < p.warmup + p.steps; ++it) {
+    const bool last = it + 1 == p.warmup + p.steps;
+    if (last) RDMALAB_TRY(load_grads());
+    RDMALAB_TRY(env.boot.barrier());
+    const double t0 = env.rt.now();
+    double compute = 0, comm = 0;
+    auto blocking = [&](const Plan& plan) -> Status {
+      const double c0 = env.rt.now();
+      RDMALAB_TRY(eng.execute(plan));
+      comm += env.rt.now() - c0;
+      return Status::ok();
+    };
+    // Per layer and pass: two tensor-parallel all-reduces, two MoE all-to-alls (dispatch, combine).
+    auto layer_comm = [&]() -> Status {
+      for (int k = 0; k < 2; ++k) {
+        if (tp > 1) RDMALAB_TRY(blocking(tp_plan));
+        if (p.moe_bytes) RDMALAB_TRY(blocking(moe_plan));
+      }
+      return Status::ok();
+    };
+    // Forward.
+    for (const auto& l : p.layers) {
+      const double t = fwd_time(p, l, static_cast<double>(p.batch)) / tp;
+      env.rt.compute(t);
+      compute += t;
+      RDMALAB_TRY(layer_comm());
+    }
+    // Backward, launching each bucket's all-reduce when its last layer is done.
+    std::size_t next_bucket = 0;
+    std::vector<int> ids;
+    double first_launch = -1;
+    for (std::size_t k = p.layers.size(); k-- > 0;) {
+      const double t = 2 * fwd_time(p, p.layers[k], static_cast<double>(p.batch)) / tp;
+      RDMALAB_TRY(compute_overlapped(env, eng, p, t));
+      compute += t;
+      RDMALAB_TRY(layer_comm());
+      while (next_bucket < buckets.size() && buckets[next_bucket].last_layer == k) {
+        if (first_launch < 0) first_launch = env.rt.now();
+        RDMALAB_ASSIGN(int id, eng.begin(buckets[next_bucket].plan));
+        ids.push_back(id);
+        ++next_bucket;
+      }
+    }
+    // Whatever is left of the gradient all-reduces is exposed.
+    RDMALAB_TRY(eng.wait_all());
+    const double t1 = env.rt.now();
+    if (first_launch >= 0) comm += t1 - first_launch;
+    if (it >= p.warmup) timed.push_back({t1 - t0, compute, comm});
+    if (last && p.verify) {
+      std::vector<std::uint8_t> got(grad_bytes);
+      RDMALAB_TRY(eng.mem().read(eng.out(), 0, got.data(), got.size()));
+      for (std::uint64_t i = 0; i < grad_bytes / es; ++i) {
+        double want = 0;
+        for (int r : dp_members) want += grad_value(r, i);
+        std::vector<std::uint8_t> w(es);
+        set_element(w.data(), 0, p.dtype, want);
+        wrong += std::memcmp(w.data(), got.data() + i * es, es) != 0;
+      }
+    }
+  }
+  Step mean;
+  for (const auto& s : timed) {
+    mean.step += s.step / static_cast<double>(timed.size());
+    mean.compute += s.compute / static_cast<double>(timed.size());
+    mean.comm += s.comm / static_cast<double>(timed.size());
+  }
+  struct Report {
+    double step, compute, comm;
+    std::uint64_t wrong;
+  };
+  RDMALAB_ASSIGN(auto reports, allgather_value(env.boot, Report{mean.step, mean.compute, mean.comm, wrong}));
+  RDMALAB_TRY(eng.drain());
+  if (env.rank != 0) return Status::ok();
+  ResultRow row;
+  row.workload = "train_dp";
+  row.bytes = grad_bytes;
+  row.iterations = p.steps;
+  row.ranks = env.size;
+  double compute = 0, comm = 0;
+  for (const auto& r : reports) {
+    row.time_s = std::max(row.time_s, r.step);
+    compute = std::max(compute, r.compute);
+    comm = std::max(comm, r.comm);
+    row.errors += r.wrong;
+  }
+  const double exposed = std::max(0.0, row.time_s - compute);
+  row.bw_gbps = row.time_s > 0 ? static_cast<double>(grad_bytes) * 8 / row.time_s / 1e9 : 0;
+  row.bw_peak_gbps = row.bw_gbps;
+  row.extra["step_ms"] = row.time_s * 1e3;
+  row.extra["compute_ms"] = compute * 1e3;
+  row.extra["comm_ms"] = comm * 1e3;
+  row.extra["exposed_ms"] = exposed * 1e3;
+  row.extra["buckets"] = static_cast<double>(buckets.size());
+  row.extra["params"] = static_cast<double>(std::accumulate(p.layers.begin(), p.layers.end(), std::uint64_t{0},
+                                                            [](std::uint64_t s, const ModelLayer& l) { return s + l.params; }));
+  row.extra["samples_per_s"] = row.time_s > 0 ? static_cast<double>(p.batch) * dp / row.time_s : 0;
+  row.notes["model"] = p.model;
+  row.notes["parallelism"] = fmt::format("dp {} x tp {}{}", dp, tp, p.moe_bytes ? " + moe" : "");
+  row.notes["verify"] = p.verify ? "on" : "off";
+  rows.push_back(std::move(row));
+  return Status::ok();
+}
+
+// ------------------------------------------------------------------------------------------
+
+Status run_pp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
+  const Params p = read_params(sc);
+  const int S = env.size, s = env.rank, m = p.microbatches;
+  const std::uint64_t A = p.activation;
+  // This stage's layers: an even split.
+  const std::size_t L = p.layers.size();
+  const std::size_t lo = L * static_cast<std::size_t>(s) / static_cast<std::size_t>(S), hi = L * static_cast<std::size_t>(s + 1) / static_cast<std::size_t>(S);
+  const double mb_samples = static_cast<double>(p.batch) / m;
+  double fwd = 0;
+  for (std::size_t k = lo; k < hi; ++k) fwd += fwd_time(p, p.layers[k], mb_samples);
+  const double bwd = 2 * fwd;
+  // Buffers: micro-batch i's activation in `out` at i*A (received from s-1, sent on from the
+  // same place), its gradient at (m+i)*A; what this stage sends comes from `in`.
+  auto p2p = [&](bool send, int peer, Buf buf, std::uint64_t off) {
+    Plan plan;
+    if (send) plan.sends.push_back(SendOp{peer, kChanPp, Ref{buf, off}, A, -1, false, false});
+    else plan.recvs.push_back(RecvOp{peer, kChanPp, Ref{Buf::out, off}, A, false, Ref{}, -1, false});
+    plan.in_bytes = 2 * static_cast<std::uint64_t>(m) * A;
+    plan.out_bytes = 2 * static_cast<std::uint64_t>(m) * A;
+    return plan;
+  };
+  std::vector<Plan> setup_plans;
+  if (s > 0) setup_plans.push_back(p2p(false, s - 1, Buf::out, 0)), setup_plans.push_back(p2p(true, s - 1, Buf::in, 0));
+  if (s + 1 < S) setup_plans.push_back(p2p(true, s + 1, Buf::in, 0)), setup_plans.push_back(p2p(false, s + 1, Buf::out, 0));
+  EngineConfig cfg;
+  cfg.chunk = p.chunk;
+  cfg.slots = p.slots;
+  cfg.memory = p.memory;
+  cfg.timeout = p.timeout;
+  cfg.what = "train_pp";
+  CollectiveEngine eng(env, cfg);
+  RDMALAB_TRY(eng.setup(setup_plans));
+  auto seed_of = [&](int from, int mb, bool grad) { return stream_seed(p.seed, from, (grad ? 1000 : 0) + mb); };
+
+  std::vector<double> steps, busy_v;
+  std::uint64_t wrong = 0;
+  for (std::uint64_t it = 0; it < p.warmup + p.steps; ++it) {
+    RDMALAB_TRY(env.boot.barrier());
+    const double t0 = env.rt.now();
+    double busy = 0;
+    std::vector<int> pending_sends;
+    auto forward = [&](int i) -> Status {
+      const std::uint64_t off = static_cast<std::uint64_t>(i) * A;
+      if (s > 0) {
+        RDMALAB_TRY(eng.execute(p2p(false, s - 1, Buf::out, off)));
+        if (p.verify) {
+          RDMALAB_ASSIGN(std::uint64_t w, eng.mem().verify(eng.out(), off, A, seed_of(s - 1, i, false)));
+          wrong += w;
+        }
+      }
+      RDMALAB_TRY(compute_overlapped(env, eng, p, fwd));
+      busy += fwd;
+      if (s + 1 < S) {
+        if (p.verify) RDMALAB_TRY(eng.mem().fill(eng.in(), off, A, seed_of(s, i, false)));
+        RDMALAB_ASSIGN(int id, eng.begin(p2p(true, s + 1, Buf::in, off)));
+        pending_sends.push_back(id);
+      }
+      return Status::ok();
+    };
+    auto backward = [&](int i) -> Status {
+      const std::uint64_t off = static_cast<std::uint64_t>(m + i) * A;
+      if (s + 1 < S) {
+        RDMALAB_TRY(eng.execute(p2p(false, s + 1, Buf::out, off)));
+        if (p.verify) {
+          RDMALAB_ASSIGN(std::uint64_t w, eng.mem().verify(eng.out(), off, A, seed_of(s + 1, i, true)));
+          wrong += w;
+        }
+      }
+      RDMALAB_TRY(compute_overlapped(env, eng, p, bwd));
+      busy += bwd;
+      if (s > 0) {
+        if (p.verify) RDMALAB_TRY(eng.mem().fill(eng.in(), off, A, seed_of(s, i, true)));
+        RDMALAB_ASSIGN(int id, eng.begin(p2p(true, s - 1, Buf::in, off)));
+        pending_sends.push_back(id);
+      }
+      return Status::ok();
+    };
+    // 1F1B: warm-up forwards, then one forward and one backward alternately, then the remaining
+    // backwards.
+    const int warm = std::min(S - s - 1, m);
+    int f = 0, b = 0;
+    for (; f < warm; ++f) RDMALAB_TRY(forward(f));
+    for (; f < m; ++f, ++b) {
+      RDMALAB_TRY(forward(f));
+      RDMALAB_TRY(backward(b));
+    }
+    for (; b < m; ++b) RDMALAB_TRY(backward(b));
+    RDMALAB_TRY(eng.wait_all());
+    const double t = env.rt.now() - t0;
+    if (it >= p.warmup) {
+      steps.push_back(t);
+      busy_v.push_back(busy);
+    }
+  }
+  double step = 0, busy = 0;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    step += steps[i] / static_cast<double>(steps.size());
+    busy += busy_v[i] / static_cast<double>(steps.size());
+  }
+  struct Report {
+    double step, busy;
+    std::uint64_t wrong;
+  };
+  RDMALAB_ASSIGN(auto reports, allgather_value(env.boot, Report{step, busy, wrong}));
+  RDMALAB_TRY(eng.drain());
+  if (env.rank != 0) return Status::ok();
+  ResultRow row;
+  row.workload = "train_pp";
+  row.bytes = A;
+  row.iterations = p.steps;
+  row.ranks = env.size;
+  double bubble = 0, busy_max = 0;
+  for (const auto& r : reports) row.time_s = std::max(row.time_s, r.step);
+  for (const auto& r : reports) {
+    bubble += (row.time_s - r.busy) / static_cast<double>(reports.size());
+    busy_max = std::max(busy_max, r.busy);
+    row.errors += r.wrong;
+  }
+  row.bw_gbps = row.time_s > 0 ? static_cast<double>(A) * 2 * m * 8 / row.time_s / 1e9 : 0;
+  row.bw_peak_gbps = row.bw_gbps;
+  row.extra["step_ms"] = row.time_s * 1e3;
+  row.extra["compute_ms"] = busy_max * 1e3;
+  row.extra["bubble_ms"] = bubble * 1e3;
+  row.extra["bubble_fraction"] = row.time_s > 0 ? bubble / row.time_s : 0;
+  row.extra["ideal_bubble_fraction"] = static_cast<double>(S - 1) / (m + S - 1);
+  row.extra["microbatches"] = m;
+  row.extra["samples_per_s"] = row.time_s > 0 ? static_cast<double>(p.batch) / row.time_s : 0;
+  row.notes["model"] = p.model;
+  row.notes["parallelism"] = fmt::format("pp {} (1F1B, {} micro-batches)", S, m);
+  row.notes["verify"] = p.verify ? "on" : "off";
+  rows.push_back(std::move(row));
+  return Status::ok();
+}
+
+Status check_training(const Scenario& sc, const Capabilities& caps, int ranks, bool pipeline) {
+  if (!caps.rdma_write_imm) return sc.error("workload.type", "training steps move data as RDMA writes with immediate, which this backend does not offer");
+  const std::string model = sc.get_string("training.model");
+  if (model == "custom") {
+    if (!sc.is_set("training.layers")) return sc.error("training.model", "custom needs training.layers: parameters per layer, e.g. [1000000, 4000000]");
+    if (sc.is_set("training.layer_flops") && sc.get_ints("training.layer_flops").size() != sc.get_ints("training.layers").size())
+      return sc.error("training.layer_flops", "give one FLOP count per layer of training.layers");
+  } else if (sc.is_set("training.layers")) {
+    return sc.error("training.layers", fmt::format("training.model is the preset '{}': set training.model: custom to give layers", model));
+  }
+  const int tp = static_cast<int>(sc.get_int("training.tensor_parallel"));
+  if (pipeline) {
+    if (ranks < 2) return sc.error("fabric.nodes", "a pipeline needs at least 2 stages (ranks)");
+    if (tp != 1) return sc.error("training.tensor_parallel", "train_pp runs one pipeline over the ranks: tensor parallelism is a train_dp option");
+    if (sc.get_size("training.moe_alltoall") != 0) return sc.error("training.moe_alltoall", "MoE all-to-all is a train_dp option");
+    std::size_t layers = model == "custom" ? sc.get_ints("training.layers").size() : find_preset(model)->layers.size();
+    if (layers < static_cast<std::size_t>(ranks))
+      return sc.error("fabric.nodes", fmt::format("{} stages but the model has {} layers: at most one stage per layer", ranks, layers));
+  } else {
+    if (ranks % tp != 0)
+      return sc.error("training.tensor_parallel", fmt::format("tensor-parallel groups of {} do not divide {} ranks", tp, ranks));
+    if (sc.is_set("training.microbatches")) return sc.error("training.microbatches", "micro-batches are for train_pp");
+  }
+  const std::string alg = sc.get_string("workload.algorithm");
+  if (alg != "auto" && alg != "ring" && alg != "tree" && alg != "rhd")
+    return sc.error("workload.algorithm", fmt::format("the gradient all-reduce has no algorithm '{}'; allowed: auto, ring, tree, rhd", alg));
+  if (sc.is_set("workload.duration")) return sc.error("workload.duration", "training runs a number of steps: give workload.iterations");
+  const MemoryKind kind = memory_kind_of(sc);
+  if (!caps.memory_kinds.has(kind)) return sc.error("workload.memory", fmt::format("this backend cannot register {} memory", memory_kind_name(kind)));
+  if (!memory_provider(kind)) return sc.error("workload.memory", fmt::format("this build has no {} memory support", memory_kind_name(kind)));
+  return Status::ok();
+}
+
+}  // namespace
+
+void register_training(WorkloadRegistry& reg) {
+  WorkloadInfo dp;
+  dp.name = "train_dp";
+  dp.description = "data-parallel training step: bucketed gradient all-reduce overlapping backward (+ tensor parallel, MoE)";
+  dp.kind = WorkloadKind::training;
+  dp.check = [](const Scenario& sc, const Capabilities& caps, int ranks) { return check_training(sc, caps, ranks, false); };
+  dp.run = run_dp;
+  reg.add(std::move(dp));
+  WorkloadInfo pp;
+  pp.name = "train_pp";
+  pp.description = "pipeline-parallel training step: 1F1B micro-batches stage to stage, bubble reported";
+  pp.kind = WorkloadKind::training;
+  pp.check = [](const Scenario& sc, const Capabilities& caps, int ranks) { return check_training(sc, caps, ranks, true); };
+  pp.run = run_pp;
+  reg.add(std::move(pp));
+}
+
+}  // namespace rdmalab::workloads

@@ -1,0 +1,126 @@
+// Training-step workloads: presets add up to their published sizes, compute follows the FLOP
+// model exactly on SimGrid, communication overlaps the backward pass, the 1F1B bubble matches
+// (S-1)/(m+S-1), gradients and activations arrive exact, and bad parameters are refused.
+#include <gtest/gtest.h>
+
+#include "backends.h"
+#include "rdmalab/run.h"
+#include "rdmalab/workloads/training.h"
+
+namespace rdmalab {
+namespace {
+
+using workloads::find_preset;
+
+bool usable(const char* b) {
+  auto be = all_backends().make(b);
+  return be && (*be)->availability().usable;
+}
+
+RunOutcome run(const std::string& backend, std::vector<std::string> sets) {
+  auto sc = parse_scenario("name: t\n", "t.yaml", sets, full_schema(all_backends()));
+  EXPECT_TRUE(sc.is_ok()) << sc.status().message();
+  if (!sc) return RunOutcome{sc.status(), {}, 0};
+  return run_scenario(*sc, **all_backends().make(backend));
+}
+
+TEST(ModelPresets, AddUpToThePublishedSizes) {
+  EXPECT_EQ(find_preset("resnet50")->total_params(), 25557032u);  // torchvision
+  const double gpt3 = static_cast<double>(find_preset("gpt3-175b")->total_params());
+  EXPECT_NEAR(gpt3 / 1e9, 174.6, 0.5);
+  const double llama = static_cast<double>(find_preset("llama2-70b")->total_params());
+  EXPECT_NEAR(llama / 1e9, 68.98, 0.05);
+  double flops = 0;
+  for (const auto& l : find_preset("resnet50")->layers) flops += l.fwd_flops_per_sample;
+  EXPECT_NEAR(flops / 2e9, 4.09, 0.01);  // GMACs per image
+}
+
+TEST(TrainDp, ExactGradientsComputeFromFlopsAndOverlap) {
+  if (!usable("simgrid")) GTEST_SKIP() << "needs the SimGrid backend (simulated time makes the compute exact)";
+  // 6 layers of 1 M parameters (fp32: 4 MB each), 4 MB buckets, 1 TFLOP/s per GPU, batch 100:
+  // backward of a layer = 2 * 2e6 * 100 / 1e12 = 0.4 ms, long enough for a bucket's all-reduce.
+  RunOutcome out = run("simgrid", {"fabric.nodes=4", "workload.type=train_dp", "training.model=custom",
+                                   "training.layers=[1000000,1000000,1000000,1000000,1000000,1000000]", "training.batch=100",
+                                   "training.gpu_flops=1e12", "training.bucket=4MB", "workload.iterations=2"});
+  ASSERT_TRUE(out.status.is_ok()) << out.status.to_string();
+  ASSERT_EQ(out.rows.size(), 1u);
+  const auto& r = out.rows[0];
+  EXPECT_EQ(r.errors, 0u);
+  EXPECT_EQ(r.extra.at("buckets"), 6);
+  // forward 6 x 0.2 ms + backward 6 x 0.4 ms
+  EXPECT_NEAR(r.extra.at("compute_ms"), 3.6, 1e-6);
+  EXPECT_GE(r.extra.at("step_ms"), r.extra.at("compute_ms"));
+  // Communication overlapped the backward pass: less is exposed than was communicated.
+  EXPECT_GT(r.extra.at("comm_ms"), 0);
+  EXPECT_LT(r.extra.at("exposed_ms"), 0.6 * r.extra.at("comm_ms")) << "comm " << r.extra.at("comm_ms") << " exposed " << r.extra.at("exposed_ms");
+}
+
+TEST(TrainDp, RunsOnEveryBackendWithTensorParallelAndMoe) {
+  for (const char* b : {"loopback", "simgrid", "verbs"}) {
+    if (!usable(b)) continue;
+    RunOutcome out = run(b, {"fabric.nodes=4", "workload.type=train_dp", "training.model=custom", "training.layers=[20000,50000,30000]",
+                             "training.batch=8", "training.gpu_flops=1e12", "training.bucket=100KB", "training.tensor_parallel=2",
+                             "training.moe_alltoall=8KiB", "training.activation=16KiB", "workload.iterations=2"});
+    ASSERT_TRUE(out.status.is_ok()) << b << ": " << out.status.to_string();
+    ASSERT_EQ(out.rows.size(), 1u);
+    EXPECT_EQ(out.rows[0].errors, 0u) << b;
+    EXPECT_EQ(out.rows[0].notes.at("parallelism"), "dp 2 x tp 2 + moe");
+  }
+}
+
+TEST(TrainPp, BubbleMatchesOneFOneBWhenCommunicationIsFree) {
+  if (!usable("simgrid")) GTEST_SKIP() << "needs the SimGrid backend (simulated time)";
+  // Tiny activations on fast links: the step is (m + S - 1) micro-batch times, the bubble
+  // (S - 1) / (m + S - 1) of it.
+  for (int S : {2, 4}) {
+    for (int m : {4, 8}) {
+      RunOutcome out = run("simgrid", {"fabric.nodes=" + std::to_string(S), "workload.type=train_pp", "training.model=custom",
+                                       "training.layers=[1000000,1000000,1000000,1000000]", "training.batch=" + std::to_string(100 * m),
+                                       "training.gpu_flops=1e12", "training.microbatches=" + std::to_string(m), "training.activation=8B",
+                                       "fabric.link.bandwidth=10Tbps", "fabric.link.latency=1ns", "fabric.model=alpha_beta", "workload.iterations=1"});
+      ASSERT_TRUE(out.status.is_ok()) << out.status.to_string();
+      const auto& r = out.rows[0];
+      EXPECT_EQ(r.errors, 0u);
+      const double ideal = static_cast<double>(S - 1) / (m + S - 1);
+      EXPECT_NEAR(r.extra.at("ideal_bubble_fraction"), ideal, 1e-12);
+      EXPECT_NEAR(r.extra.at("bubble_fraction"), ideal, 0.01) << "S " << S << " m " << m;
+    }
+  }
+}
+
+TEST(TrainPp, ActivationsArriveExactOnEveryBackend) {
+  for (const char* b : {"loopback", "simgrid", "verbs"}) {
+    if (!usable(b)) continue;
+    RunOutcome out = run(b, {"fabric.nodes=3", "workload.type=train_pp", "training.model=custom", "training.layers=[1000,1000,1000]",
+                             "training.gpu_flops=1e12", "training.microbatches=5", "training.activation=100KB", "workload.chunk=16KiB",
+                             "workload.iterations=2"});
+    ASSERT_TRUE(out.status.is_ok()) << b << ": " << out.status.to_string();
+    EXPECT_EQ(out.rows[0].errors, 0u) << b;
+  }
+}
+
+TEST(Training, BadParametersAreRefusedWithTheKey) {
+  struct Bad {
+    std::vector<std::string> sets;
+    std::string key;
+  };
+  std::vector<Bad> bad = {
+      {{"workload.type=train_dp", "fabric.nodes=6", "training.tensor_parallel=4"}, "training.tensor_parallel"},
+      {{"workload.type=train_dp", "training.model=custom"}, "training.model"},
+      {{"workload.type=train_dp", "training.layers=[10,20]"}, "training.layers"},
+      {{"workload.type=train_dp", "training.model=bert"}, "training.model"},
+      {{"workload.type=train_pp", "fabric.nodes=8", "training.model=custom", "training.layers=[10,20]"}, "fabric.nodes"},
+      {{"workload.type=train_pp", "training.tensor_parallel=2"}, "training.tensor_parallel"},
+      {{"workload.type=train_dp", "workload.algorithm=pairwise"}, "workload.algorithm"},
+      {{"workload.type=train_dp", "training.model=custom", "training.layers=[10,20]", "training.layer_flops=[5]"}, "training.layer_flops"},
+  };
+  for (const auto& b : bad) {
+    auto sc = parse_scenario("name: t\n", "t.yaml", b.sets, full_schema(all_backends()));
+    Status st = sc.is_ok() ? check_run(*sc, **all_backends().make("loopback")) : sc.status();
+    EXPECT_FALSE(st.is_ok()) << b.key;
+    EXPECT_NE(st.message().find(b.key), std::string::npos) << st.message();
+  }
+}
+
+}  // namespace
+}  // namespace rdmalab
