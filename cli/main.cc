@@ -16,6 +16,9 @@
 #include "rdmalab/run.h"
 #include "rdmalab/tcp_bootstrap.h"
 #include "rdmalab/units.h"
+#ifdef RDMALAB_HAVE_CUDA
+#include "rdmalab/gpu.h"
+#endif
 
 namespace rdmalab {
 namespace {
@@ -247,6 +250,9 @@ int cmd_list() {
     Availability av = be->availability();
     fmt::print("  {:<10} {:<11} {}\n", b.name, av.usable ? "usable" : "not usable", av.usable ? be->description() : av.why);
   }
+  fmt::print("memory:\n");
+  for (MemoryKind k : {MemoryKind::host, MemoryKind::cuda, MemoryKind::phantom})
+    fmt::print("  {:<10} {}\n", memory_kind_name(k), memory_provider(k) ? "usable" : "not usable: " + memory_unavailable_reason(k));
   fmt::print("workloads:\n");
   for (const auto& w : builtin_workloads().all()) {
     const char* kind = w.kind == WorkloadKind::bandwidth ? "bandwidth" : w.kind == WorkloadKind::latency ? "latency"
@@ -304,6 +310,9 @@ int cmd_devices(const std::string& backend_name, bool json) {
 
 int main(int argc, char** argv) {
   using namespace rdmalab;
+#ifdef RDMALAB_HAVE_CUDA
+  gpu::install();  // GPU memory when a GPU is there; else the reason is kept for messages
+#endif
   CLI::App app{"rdmalab: GPU RDMA workloads on real verbs hardware, Soft-RoCE, or a SimGrid model of a cluster"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string(version()));

@@ -35,8 +35,14 @@ cases = [
     ("ib_write_bw sweep 2B..8MiB (sum)", "ib_write_bw", ["-a", "-n", "300", "--report_gbits"], "write_bw", ["workload.sizes=2B..8MiB", "workload.iterations=300"], "sweep"),
     ("ib_write_lat 8B t_typical", "ib_write_lat", ["-s", "8", "-n", "3000", "-I", "64"], "write_lat", ["workload.size=8B", "workload.iterations=3000", "workload.inline=64B"], "lat"),
     ("ib_send_lat 8B t_typical", "ib_send_lat", ["-s", "8", "-n", "3000", "-I", "64"], "send_lat", ["workload.size=8B", "workload.iterations=3000", "workload.inline=64B"], "lat"),
+    # The collectives' ceiling on this device: all_reduce busbw (2 ranks, ring, 512 KiB chunks) in
+    # Gb/s against ib_write_bw with 512 KiB messages.
+    ("all_reduce 16MiB busbw vs ib_write_bw 512KiB", "ib_write_bw", ["-s", "524288", "-n", "500", "--report_gbits"], "all_reduce",
+     ["workload.size=16MiB", "workload.algorithm=ring", "workload.iterations=20", "workload.placement=out_of_place"], "busbw"),
 ]
-print(f"{'case':<34} {'perftest':>12} {'rdmalab':>12} {'ratio':>8}")
+only = sys.argv[2] if len(sys.argv) > 2 else ""
+cases = [c for c in cases if only in c[0]]
+print(f"{'case':<46} {'perftest':>12} {'rdmalab':>12} {'ratio':>8}")
 for name, tool, pargs, wl, sets, kind in cases:
     p, r = [], []
     for _ in range(rounds):
@@ -44,6 +50,8 @@ for name, tool, pargs, wl, sets, kind in cases:
         rows = rdmalab(wl, sets)
         if kind == "bw":
             p.append(list(perftest_bw(t).values())[0]); r.append(rows[0]["bw_gbps"])
+        elif kind == "busbw":
+            p.append(list(perftest_bw(t).values())[0]); r.append(rows[0]["busbw_gbps"] * 8)
         elif kind == "sweep":
             pr = perftest_bw(t); rr = {x["bytes"]: x["bw_gbps"] for x in rows}
             common = sorted(set(pr) & set(rr))
@@ -52,4 +60,4 @@ for name, tool, pargs, wl, sets, kind in cases:
             p.append(perftest_lat(t)); r.append(rows[0]["lat_us"]["typical"])
     pm, rm = statistics.median(p), statistics.median(r)
     unit = "us" if kind == "lat" else "Gb/s"
-    print(f"{name:<34} {pm:>9.3f} {unit:<2} {rm:>9.3f} {unit:<2} {rm / pm:>8.3f}", flush=True)
+    print(f"{name:<46} {pm:>9.3f} {unit:<2} {rm:>9.3f} {unit:<2} {rm / pm:>8.3f}", flush=True)

@@ -44,6 +44,8 @@ Capabilities loopback_caps() {
   c.max_qp_wr = 16384;
   c.max_cq_entries = 1u << 22;
   c.max_msg_size = 1u << 31;
+  // GPU memory when a GPU provider is installed: payloads then move with CUDA copies.
+  if (memory_provider(MemoryKind::cuda)) c.memory_kinds.add(MemoryKind::cuda);
   return c;
 }
 
@@ -51,6 +53,7 @@ struct MrRec {
   std::uint64_t addr = 0, length = 0;
   std::uint32_t access = 0;
   const void* pd = nullptr;
+  MemoryKind kind = MemoryKind::host;
 };
 
 struct PendingSend {
@@ -104,7 +107,28 @@ class Fabric {
   std::uint64_t deliveries_ = 0;
   void maybe_corrupt(std::uint64_t addr, std::uint64_t len) {
     if (corrupt_every_ == 0 || len == 0) return;
-    if (++deliveries_ % corrupt_every_ == 0) *reinterpret_cast<std::uint8_t*>(addr + len / 2) ^= 0x5a;
+    if (++deliveries_ % corrupt_every_ == 0) {
+      std::uint8_t b = 0;
+      move(&b, reinterpret_cast<const void*>(addr + len / 2), 1);
+      b ^= 0x5a;
+      move(reinterpret_cast<void*>(addr + len / 2), &b, 1);
+    }
+  }
+  // Moves payload bytes: memcpy, or the GPU provider's copy (host or device pointers alike) once
+  // GPU memory is registered. A "DMA" that fails is a fatal fabric error.
+  int gpu_mrs_ = 0;
+  void move(void* dst, const void* src, std::size_t n) {
+    if (!n) return;
+    if (gpu_mrs_ > 0) {
+      Status st = memory_provider(MemoryKind::cuda)->copy_bytes(dst, src, n);
+      if (!st) abort(fmt::format("a GPU copy failed: {}", st.message()));
+      return;
+    }
+    std::memcpy(dst, src, n);
+  }
+  bool on_gpu(std::uint32_t rkey) const {
+    auto it = rkeys_.find(rkey);
+    return it != rkeys_.end() && it->second.kind == MemoryKind::cuda;
   }
 
   void abort(const std::string& why);
@@ -184,6 +208,7 @@ class LbMr final : public MemoryRegion {
   ~LbMr() override {
     std::lock_guard<std::mutex> lock(f_.mu_);
     f_.lkeys_.erase(lkey_);
+    if (rec_.kind == MemoryKind::cuda) f_.gpu_mrs_--;
     f_.rkeys_.erase(rkey_);
   }
   std::uint64_t addr() const override { return rec_.addr; }
@@ -191,7 +216,7 @@ class LbMr final : public MemoryRegion {
   std::uint32_t lkey() const override { return lkey_; }
   std::uint32_t rkey() const override { return rkey_; }
   std::uint32_t access() const override { return rec_.access; }
-  MemoryKind kind() const override { return MemoryKind::host; }
+  MemoryKind kind() const override { return rec_.kind; }
 
  private:
   Fabric& f_;
@@ -503,11 +528,11 @@ void Fabric::execute(LbQp* qp, Clock::time_point now, Clock::time_point& next_de
   // Gathers the local payload (inline copy or SGEs).
   auto gather = [&](std::uint8_t* dst) {
     if (p.wr.inline_data) {
-      std::memcpy(dst, p.inline_bytes.data(), p.inline_bytes.size());
+      move(dst, p.inline_bytes.data(), p.inline_bytes.size());
       return;
     }
     for (const auto& s : p.sges) {
-      std::memcpy(dst, reinterpret_cast<const void*>(s.addr), s.length);
+      move(dst, reinterpret_cast<const void*>(s.addr), s.length);
       dst += s.length;
     }
   };
@@ -556,7 +581,7 @@ void Fabric::execute(LbQp* qp, Clock::time_point now, Clock::time_point& next_de
     case SendOpcode::rdma_read: {
       auto* src = reinterpret_cast<const std::uint8_t*>(p.wr.remote_addr);
       for (const auto& s : p.sges) {
-        std::memcpy(reinterpret_cast<void*>(s.addr), src, s.length);
+        move(reinterpret_cast<void*>(s.addr), src, s.length);
         src += s.length;
       }
       if (!p.sges.empty()) maybe_corrupt(p.sges[0].addr, p.sges[0].length);
@@ -564,6 +589,10 @@ void Fabric::execute(LbQp* qp, Clock::time_point now, Clock::time_point& next_de
     }
     case SendOpcode::atomic_fetch_add:
     case SendOpcode::atomic_cmp_swap: {
+      if (on_gpu(p.wr.rkey)) {  // this reference backend does not emulate atomics on GPU memory
+        fail(WcStatus::rem_op_err);
+        return;
+      }
       auto* target = reinterpret_cast<std::uint64_t*>(p.wr.remote_addr);
       std::uint64_t old = __atomic_load_n(target, __ATOMIC_SEQ_CST);
       if (p.wr.opcode == SendOpcode::atomic_fetch_add)
@@ -611,7 +640,7 @@ void Fabric::execute(LbQp* qp, Clock::time_point now, Clock::time_point& next_de
       std::uint64_t left = len;
       for (const auto& s : r.sges) {
         std::uint64_t n = std::min<std::uint64_t>(left, s.length);
-        std::memcpy(reinterpret_cast<void*>(s.addr), src, n);
+        move(reinterpret_cast<void*>(s.addr), src, n);
         src += n;
         left -= n;
       }
@@ -628,11 +657,14 @@ class LbPd final : public ProtectionDomain {
   LbPd(Fabric& f, int rank) : f_(f), rank_(rank) {}
   Result<std::unique_ptr<MemoryRegion>> register_memory(void* addr, std::uint64_t length, std::uint32_t access,
                                                         MemoryKind kind) override {
-    if (kind != MemoryKind::host)
-      return Status(Errc::not_supported, fmt::format("loopback registers host memory only (asked {})", memory_kind_name(kind)));
+    if (kind == MemoryKind::cuda && !memory_provider(MemoryKind::cuda))
+      return Status(Errc::not_supported, fmt::format("no cuda memory here: {}", memory_unavailable_reason(MemoryKind::cuda)));
+    if (kind != MemoryKind::host && kind != MemoryKind::cuda)
+      return Status(Errc::not_supported, fmt::format("loopback registers host and GPU memory only (asked {})", memory_kind_name(kind)));
     RDMALAB_TRY(check_registration(addr, length, access));
     std::lock_guard<std::mutex> lock(f_.mu_);
-    MrRec rec{reinterpret_cast<std::uint64_t>(addr), length, access, this};
+    MrRec rec{reinterpret_cast<std::uint64_t>(addr), length, access, this, kind};
+    if (kind == MemoryKind::cuda) f_.gpu_mrs_++;
     std::uint32_t lkey = f_.next_key_++;
     std::uint32_t rkey = f_.next_key_++ | 0x80000000u;
     f_.lkeys_[lkey] = rec;

@@ -141,6 +141,7 @@ class PhantomMemory final : public MemoryProvider {
 };
 
 MemoryProvider* g_providers[3] = {nullptr, nullptr, nullptr};
+std::string g_unavailable[3] = {"", "this build has no CUDA support (nvcc was not found when it was configured)", ""};
 
 }  // namespace
 
@@ -164,5 +165,13 @@ MemoryProvider* memory_provider(MemoryKind kind) {
 }
 
 void set_memory_provider(MemoryKind kind, MemoryProvider* provider) { g_providers[static_cast<int>(kind)] = provider; }
+
+std::string memory_unavailable_reason(MemoryKind kind) { return g_unavailable[static_cast<int>(kind)]; }
+void set_memory_unavailable_reason(MemoryKind kind, std::string why) { g_unavailable[static_cast<int>(kind)] = std::move(why); }
+
+Status MemoryProvider::copy_bytes(void* dst, const void* src, std::size_t len) {
+  if (len) std::memcpy(dst, src, len);
+  return Status::ok();
+}
 
 }  // namespace rdmalab

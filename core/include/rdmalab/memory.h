@@ -13,6 +13,13 @@
 #include "rdmalab/reduce.h"
 #include "rdmalab/status.h"
 
+// Functions that GPU code calls too (pattern_word): host and device when compiled by nvcc.
+#ifdef __CUDACC__
+#define RDMALAB_HD __host__ __device__
+#else
+#define RDMALAB_HD
+#endif
+
 namespace rdmalab {
 
 // host: ordinary memory. cuda: GPU memory (its provider lives outside core). phantom: buffers
@@ -60,8 +67,8 @@ class MemoryProvider {
   virtual MemoryKind kind() const = 0;
   // Page-aligned, zero-filled. Errors: no_memory.
   virtual Result<Buffer> allocate(std::size_t bytes) = 0;
-  // Writes the payload pattern for `seed` into [offset, offset+len). The byte at absolute
-  // stream position p (= offset + i) is pattern_byte(seed, p), so any slice can be checked.
+  // Writes the payload pattern for `seed` into [offset, offset+len): byte i of the range is
+  // pattern_byte(seed, i).
   virtual Status fill(const Buffer& buf, std::size_t offset, std::size_t len, std::uint64_t seed) = 0;
   // Counts the bytes in [offset, offset+len) that differ from the pattern for `seed`.
   virtual Result<std::uint64_t> verify(const Buffer& buf, std::size_t offset, std::size_t len, std::uint64_t seed) = 0;
@@ -70,6 +77,9 @@ class MemoryProvider {
   // Plain copies between this provider's memory and the host, for small values (counters).
   virtual Status read(const Buffer& buf, std::size_t offset, void* dst, std::size_t len) = 0;
   virtual Status write(const Buffer& buf, std::size_t offset, const void* src, std::size_t len) = 0;
+  // Copies len bytes between raw addresses of this provider's memory or the host (the loopback
+  // backend moves GPU memory with it). Host memory: memcpy.
+  virtual Status copy_bytes(void* dst, const void* src, std::size_t len);
   // Copies len bytes between two buffers of this provider (regions may not overlap).
   virtual Status copy(const Buffer& dst, std::size_t dst_off, const Buffer& src, std::size_t src_off, std::size_t len) = 0;
   // dst[i] = a[i] op b[i] for `count` elements of type t (the collectives' reduction); dst may
@@ -81,14 +91,14 @@ class MemoryProvider {
 // The pattern: a cheap, position-dependent byte stream, different for each seed, never
 // constant over a run of bytes (so a missing or shifted copy is caught). Word k covers bytes
 // 8k..8k+7, little-endian.
-inline std::uint64_t pattern_word(std::uint64_t seed, std::uint64_t k) {
+RDMALAB_HD inline std::uint64_t pattern_word(std::uint64_t seed, std::uint64_t k) {
   std::uint64_t x = k * 0x9E3779B97F4A7C15ull + seed * 0xD1B54A32D192ED03ull + 1;
   x ^= x >> 29;
   x *= 0xBF58476D1CE4E5B9ull;
   x ^= x >> 32;
   return x;
 }
-inline std::uint8_t pattern_byte(std::uint64_t seed, std::uint64_t pos) {
+RDMALAB_HD inline std::uint8_t pattern_byte(std::uint64_t seed, std::uint64_t pos) {
   return static_cast<std::uint8_t>(pattern_word(seed, pos >> 3) >> (8 * (pos & 7)));
 }
 
@@ -102,5 +112,9 @@ MemoryProvider* memory_provider(MemoryKind kind);
 // Installs the provider for a kind (the GPU module does this for cuda). Not thread-safe:
 // call before any run.
 void set_memory_provider(MemoryKind kind, MemoryProvider* provider);
+// Why a kind has no provider here ("this build has no CUDA support", "no GPU: ..."), for
+// errors; the GPU module records it when it finds no device.
+std::string memory_unavailable_reason(MemoryKind kind);
+void set_memory_unavailable_reason(MemoryKind kind, std::string why);
 
 }  // namespace rdmalab

@@ -738,9 +738,9 @@ Status check_collective(const Scenario& sc, const Capabilities& caps, int ranks,
   if (caps.max_qp_wr && 2 * static_cast<std::uint64_t>(sc.get_int("workload.slots")) + 2 > caps.max_qp_wr)
     return sc.error("workload.slots", fmt::format("this backend allows {} requests per queue: at most {} slots", caps.max_qp_wr, (caps.max_qp_wr - 2) / 2));
   const MemoryKind kind = memory_kind_of(sc);
+  if (!memory_provider(kind)) return sc.error("workload.memory", fmt::format("no {} memory here: {}", memory_kind_name(kind), memory_unavailable_reason(kind)));
   if (!caps.memory_kinds.has(kind))
     return sc.error("workload.memory", fmt::format("this backend cannot register {} memory", memory_kind_name(kind)));
-  if (!memory_provider(kind)) return sc.error("workload.memory", fmt::format("this build has no {} memory support", memory_kind_name(kind)));
   (void)max_bytes;
   return Status::ok();
 }

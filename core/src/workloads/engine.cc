@@ -93,7 +93,7 @@ const Buffer& CollectiveEngine::buf(Buf b) const { return b == Buf::in ? in_ : b
 const MemoryRegion& CollectiveEngine::mr(Buf b) const { return b == Buf::in ? *in_mr_ : b == Buf::out ? *out_mr_ : *scratch_mr_; }
 
 Status CollectiveEngine::setup(const std::vector<Plan>& plans, std::uint64_t min_in, std::uint64_t min_out) {
-  if (!mem_) return Status(Errc::not_supported, fmt::format("no provider for {} memory in this build", memory_kind_name(cfg_.memory)));
+  if (!mem_) return Status(Errc::not_supported, fmt::format("no {} memory here: {}", memory_kind_name(cfg_.memory), memory_unavailable_reason(cfg_.memory)));
   std::uint64_t in_b = std::max<std::uint64_t>(1, min_in), out_b = std::max<std::uint64_t>(1, min_out), scr_b = 1;
   struct Need {
     std::uint64_t chunks_in_plan = 0;  // most chunks from the peer in one plan

@@ -662,6 +662,8 @@ Status check_common(const Scenario& sc, const Capabilities& caps, int ranks, Op 
   auto inl = sc.get_size("workload.inline");
   if (inl > caps.max_inline)
     return sc.error("workload.inline", fmt::format("this backend sends at most {} inline (asked {})", units::format_size(caps.max_inline), units::format_size(inl)));
+  if (inl > 0 && memory_kind_of(sc) == MemoryKind::cuda)
+    return sc.error("workload.inline", "inline payloads are read by the CPU when posted: not from GPU memory (set inline: 0B)");
   if ((op == Op::read || op == Op::atomic) && sc.is_set("workload.inline") && inl > 0)
     return sc.error("workload.inline", "reads and atomics carry no inline payload");
   std::uint64_t max_size = 8;
@@ -677,10 +679,13 @@ Status check_common(const Scenario& sc, const Capabilities& caps, int ranks, Op 
   if (static_cast<std::uint64_t>(sc.get_int("workload.rx_depth")) > caps.max_qp_wr)
     return sc.error("workload.rx_depth", fmt::format("this backend allows at most {} requests per queue", caps.max_qp_wr));
   const MemoryKind kind = memory_kind_of(sc);
+  if (!memory_provider(kind))
+    return sc.error("workload.memory", fmt::format("no {} memory here: {}", memory_kind_name(kind), memory_unavailable_reason(kind)));
   if (!caps.memory_kinds.has(kind))
     return sc.error("workload.memory", fmt::format("this backend cannot register {} memory", memory_kind_name(kind)));
-  if (!memory_provider(kind))
-    return sc.error("workload.memory", fmt::format("this build has no {} memory support", memory_kind_name(kind)));
+  if (kind == MemoryKind::cuda && latency && op == Op::write)
+    return sc.error("workload.memory", fmt::format("{} sees a message arrive by polling its last byte from the CPU, which cannot read GPU memory "
+                                                   "(perftest's write latency test has the same limit): use host memory, or send_lat", name));
   if (kind == MemoryKind::phantom && (op == Op::atomic || (latency && op == Op::write)))
     return sc.error("workload.memory", fmt::format("{} needs bytes that really change (counters, arrival markers): use host memory", name));
   return Status::ok();

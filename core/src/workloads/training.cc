@@ -497,8 +497,8 @@ Status check_training(const Scenario& sc, const Capabilities& caps, int ranks, b
     return sc.error("workload.algorithm", fmt::format("the gradient all-reduce has no algorithm '{}'; allowed: auto, ring, tree, rhd", alg));
   if (sc.is_set("workload.duration")) return sc.error("workload.duration", "training runs a number of steps: give workload.iterations");
   const MemoryKind kind = memory_kind_of(sc);
+  if (!memory_provider(kind)) return sc.error("workload.memory", fmt::format("no {} memory here: {}", memory_kind_name(kind), memory_unavailable_reason(kind)));
   if (!caps.memory_kinds.has(kind)) return sc.error("workload.memory", fmt::format("this backend cannot register {} memory", memory_kind_name(kind)));
-  if (!memory_provider(kind)) return sc.error("workload.memory", fmt::format("this build has no {} memory support", memory_kind_name(kind)));
   return Status::ok();
 }
 

@@ -1,0 +1,166 @@
+// GPU memory on a real GPU: the reduction kernels against the host reference for every type and
+// operator (bit for bit: both compute in fp32 and round to nearest even), fill and verify on the
+// GPU, copies, and GPU workloads end to end on the loopback backend (CUDA copies between ranks'
+// GPU buffers, reductions by the kernels). Every test skips, saying why, where there is no GPU.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+#include "backends.h"
+#include "rdmalab/gpu.h"
+#include "rdmalab/run.h"
+
+namespace rdmalab {
+namespace {
+
+const gpu::GpuInfo& gpu_info() {
+  static const gpu::GpuInfo info = gpu::install();
+  return info;
+}
+
+#define REQUIRE_GPU() \
+  if (!gpu_info().usable) GTEST_SKIP() << "no GPU here (" << gpu_info().why << "): GPU tests run on a machine with one"
+
+std::vector<std::uint8_t> random_elements(DataType t, std::size_t n, std::mt19937_64& rng) {
+  std::vector<std::uint8_t> v(n * dtype_size(t));
+  std::uniform_real_distribution<double> real(-1000, 1000);
+  for (std::size_t i = 0; i < n; ++i) {
+    switch (t) {
+      case DataType::int32:
+      case DataType::int8: {
+        std::uint32_t x = static_cast<std::uint32_t>(rng());
+        std::memcpy(v.data() + i * dtype_size(t), &x, dtype_size(t));  // any bits: wrapping is tested
+        break;
+      }
+      default: set_element(v.data(), i, t, real(rng) * (i % 7 == 0 ? 1e-3 : 1.0));
+    }
+  }
+  return v;
+}
+
+TEST(GpuKernels, ReductionsMatchTheHostReferenceBitForBit) {
+  REQUIRE_GPU();
+  std::mt19937_64 rng(42);
+  for (auto t : {DataType::fp32, DataType::fp16, DataType::bf16, DataType::int32, DataType::int8})
+    for (auto op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::max, ReduceOp::min})
+      for (std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{4099}, std::size_t{1000003}})
+        for (std::size_t skew : {std::size_t{0}, std::size_t{1}}) {  // 1: unaligned, the scalar path
+          auto a = random_elements(t, n, rng), b = random_elements(t, n, rng);
+          std::vector<std::uint8_t> want(a.size());
+          host_reduce(want.data(), a.data(), b.data(), n, t, op);
+          auto& mem = *gpu::cuda_memory();
+          const std::size_t es = dtype_size(t), off = skew * es;
+          auto da = mem.allocate(a.size() + off), db = mem.allocate(b.size() + off), dd = mem.allocate(a.size() + off);
+          ASSERT_TRUE(da && db && dd);
+          ASSERT_TRUE(mem.write(*da, off, a.data(), a.size()).is_ok());
+          ASSERT_TRUE(mem.write(*db, off, b.data(), b.size()).is_ok());
+          Status st = mem.reduce(*dd, off, *da, off, *db, off, n, t, op);
+          ASSERT_TRUE(st.is_ok()) << st.message();
+          std::vector<std::uint8_t> got(a.size());
+          ASSERT_TRUE(mem.read(*dd, off, got.data(), got.size()).is_ok());
+          std::size_t bad = 0, first = 0;
+          for (std::size_t i = 0; i < n; ++i)
+            if (std::memcmp(&got[i * es], &want[i * es], es) != 0 && bad++ == 0) first = i;
+          EXPECT_EQ(bad, 0u) << dtype_name(t) << " " << reduce_op_name(op) << " n " << n << " skew " << skew << ": first at " << first
+                             << " got " << element_as_double(got.data(), first, t) << " want " << element_as_double(want.data(), first, t);
+        }
+}
+
+TEST(GpuMemory, FillAndVerifyOnTheGpuCatchEveryWrongByte) {
+  REQUIRE_GPU();
+  auto& mem = *gpu::cuda_memory();
+  for (std::size_t len : {std::size_t{1}, std::size_t{13}, std::size_t{4096}, std::size_t{(64u << 20) + 5}}) {
+    auto buf = mem.allocate(len + 3);
+    ASSERT_TRUE(buf);
+    for (std::size_t off : {std::size_t{0}, std::size_t{3}}) {
+      ASSERT_TRUE(mem.fill(*buf, off, len, 77).is_ok());
+      auto w = mem.verify(*buf, off, len, 77);
+      ASSERT_TRUE(w);
+      EXPECT_EQ(*w, 0u) << len << " " << off;
+      // The same bytes as the host's pattern.
+      std::vector<std::uint8_t> host(std::min<std::size_t>(len, 4096));
+      ASSERT_TRUE(mem.read(*buf, off, host.data(), host.size()).is_ok());
+      for (std::size_t i = 0; i < host.size(); ++i) ASSERT_EQ(host[i], pattern_byte(77, i)) << i;
+      std::uint8_t x = 0;
+      ASSERT_TRUE(mem.read(*buf, off + len / 2, &x, 1).is_ok());
+      x ^= 0x10;
+      ASSERT_TRUE(mem.write(*buf, off + len / 2, &x, 1).is_ok());
+      w = mem.verify(*buf, off, len, 77);
+      ASSERT_TRUE(w);
+      EXPECT_EQ(*w, 1u) << len << " " << off;
+      if (len >= 4096) {
+        EXPECT_GT(*mem.verify(*buf, off, len, 78), len / 2) << "another seed's pattern differs nearly everywhere";
+      }
+    }
+  }
+}
+
+RunOutcome run_loopback(std::vector<std::string> sets) {
+  sets.push_back("workload.memory=cuda");
+  auto sc = parse_scenario("name: gpu\n", "gpu.yaml", sets, full_schema(all_backends()));
+  EXPECT_TRUE(sc.is_ok()) << sc.status().message();
+  if (!sc) return RunOutcome{sc.status(), {}, 0};
+  return run_scenario(*sc, **all_backends().make("loopback"));
+}
+
+TEST(GpuLoopback, PerftestWorkloadsMoveGpuMemoryExactly) {
+  REQUIRE_GPU();
+  for (const char* w : {"write_bw", "read_bw", "send_bw", "send_lat", "read_lat"}) {
+    RunOutcome out = run_loopback({std::string("workload.type=") + w, "workload.sizes=[1B,4KiB,1MiB]", "workload.iterations=50"});
+    ASSERT_TRUE(out.status.is_ok()) << w << ": " << out.status.to_string();
+    for (const auto& r : out.rows) EXPECT_EQ(r.errors, 0u) << w << " " << r.bytes;
+  }
+}
+
+TEST(GpuLoopback, WriteLatencyOnGpuMemoryIsRefusedWithTheReason) {
+  REQUIRE_GPU();
+  auto sc = parse_scenario("name: gpu\n", "gpu.yaml", {"workload.memory=cuda", "workload.type=write_lat"}, full_schema(all_backends()));
+  ASSERT_TRUE(sc.is_ok());
+  Status st = check_run(*sc, **all_backends().make("loopback"));
+  EXPECT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("polling its last byte"), std::string::npos) << st.message();
+}
+
+TEST(GpuLoopback, CollectivesReduceOnTheGpuExactly) {
+  REQUIRE_GPU();
+  for (const char* coll : {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "all_to_all"})
+    for (const char* dt : {"fp32", "fp16", "bf16", "int32", "int8"}) {
+      RunOutcome out = run_loopback({"fabric.nodes=3", std::string("workload.type=") + coll, std::string("workload.dtype=") + dt,
+                                     "workload.sizes=[96B,3MiB]", "workload.chunk=256KiB", "workload.iterations=2", "workload.warmup=1"});
+      ASSERT_TRUE(out.status.is_ok()) << coll << " " << dt << ": " << out.status.to_string();
+      for (const auto& r : out.rows) EXPECT_EQ(r.errors, 0u) << coll << " " << dt << " " << r.bytes;
+    }
+}
+
+TEST(GpuLoopback, TrainingStepsOnGpuMemory) {
+  REQUIRE_GPU();
+  RunOutcome dp = run_loopback({"fabric.nodes=4", "workload.type=train_dp", "training.model=custom", "training.layers=[300000,500000]",
+                                "training.batch=4", "training.bucket=1MB", "workload.iterations=2"});
+  ASSERT_TRUE(dp.status.is_ok()) << dp.status.to_string();
+  EXPECT_EQ(dp.rows[0].errors, 0u);
+  RunOutcome pp = run_loopback({"fabric.nodes=3", "workload.type=train_pp", "training.model=custom", "training.layers=[1000,1000,1000]",
+                                "training.activation=1MB", "workload.iterations=2"});
+  ASSERT_TRUE(pp.status.is_ok()) << pp.status.to_string();
+  EXPECT_EQ(pp.rows[0].errors, 0u);
+}
+
+TEST(GpuLoopback, CorruptionInGpuMemoryIsCaught) {
+  REQUIRE_GPU();
+  RunOutcome out = run_loopback({"fabric.nodes=4", "workload.type=all_reduce", "workload.size=1MiB", "workload.chunk=64KiB",
+                                 "loopback.corrupt_every=5", "workload.iterations=2"});
+  EXPECT_EQ(out.status.code(), Errc::data) << out.status.to_string();
+}
+
+TEST(GpuMemory, WithoutAGpuTheReasonIsGiven) {
+  if (gpu_info().usable) GTEST_SKIP() << "a GPU is here (" << gpu_info().name << "): this checks the message when there is none";
+  auto sc = parse_scenario("name: gpu\n", "gpu.yaml", {"workload.memory=cuda"}, full_schema(all_backends()));
+  ASSERT_TRUE(sc.is_ok());
+  Status st = check_run(*sc, **all_backends().make("loopback"));
+  EXPECT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("workload.memory"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("GPU"), std::string::npos) << st.message();
+}
+
+}  // namespace
+}  // namespace rdmalab
