@@ -29,8 +29,16 @@ case "$part" in
     "$build/tests/core_perftest_test" --gtest_filter='*verbs*' || fail=1 ;;
   collectives)
     "$build/tests/core_collectives_test" --gtest_filter='*verbs*' || fail=1
+    "$build/tests/core_training_test" --gtest_filter='*OnEveryBackend*:*ArriveExact*' || fail=1
+    # Event-driven waits: 5 busy-polling ranks on the VM's 2 emulated CPUs would starve each other.
     check "all_reduce sweep on verbs, 5 ranks, nccl-tests columns" 0 "busbw" "$rdmalab" run "$scenario" --backend verbs \
-      --set fabric.nodes=5 --set workload.type=all_reduce --set workload.sizes=8B..1MiB ;;
+      --set fabric.nodes=5 --set workload.type=all_reduce --set workload.sizes=8B..1MiB --set workload.iterations=3 \
+      --set workload.warmup=1 --set verbs.wait=event
+    check "train_dp and train_pp on verbs" 0 "exposed" "$rdmalab" run "$scenario" --backend verbs --set fabric.nodes=4 \
+      --set workload.type=train_dp --set training.model=custom --set 'training.layers=[200000,300000]' --set training.batch=2 \
+      --set training.bucket=1MB --set verbs.wait=event
+    check "train_pp on verbs" 0 "bubble" "$rdmalab" run "$scenario" --backend verbs --set fabric.nodes=3 --set workload.type=train_pp \
+      --set training.model=custom --set 'training.layers=[1000,1000,1000]' --set training.activation=256KB --set verbs.wait=event ;;
   cli)
     check "devices lists rxe0 with its RoCE v2 GID" 0 "RoCE v2" "$rdmalab" devices
     check "devices --json" 0 '"device": "rxe0"' "$rdmalab" devices --json
