@@ -148,7 +148,7 @@ Result<Scenario> load(const std::string& path, const std::vector<std::string>& s
   return load_scenario(path, sets, full_schema(all_backends()));
 }
 
-int cmd_run(const RunArgs& a) {
+int cmd_run(RunArgs a) {
   auto sc = load(a.scenario, a.sets);
   if (!sc) {
     fmt::print(stderr, "rdmalab: {}\n", sc.status().message());
@@ -177,7 +177,13 @@ int cmd_run(const RunArgs& a) {
   }
   RunOptions options;
   options.record_path = a.record;
-  if (!a.bootstrap.empty()) {
+  // Under mpirun with no --bootstrap, the verbs backend takes its ranks from MPI.
+  bool mpi_env = false;
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"}) mpi_env = mpi_env || std::getenv(v) != nullptr;
+  if (a.bootstrap.empty() && mpi_env && backend_name == "verbs") a.bootstrap = "mpi";
+  if (a.bootstrap == "mpi") {
+    options.placement = Placement{"mpi", -1, -1, ""};
+  } else if (!a.bootstrap.empty()) {
     if (a.rank < 0 || a.size < 1) {
       fmt::print(stderr, "rdmalab: --bootstrap needs --rank R and --size N\n");
       return kExitUsage;
@@ -323,7 +329,7 @@ int main(int argc, char** argv) {
   run->add_option("--backend", run_args.backend, "backend to run on (default: the scenario's backend:)");
   run->add_option("--set", run_args.sets, "override a scenario key, e.g. --set workload.size=1MiB (repeatable)");
   run->add_option("--json", run_args.json, "write results as JSON to this file (docs/results.md)");
-  run->add_option("--bootstrap", run_args.bootstrap, "HOST:PORT of rank 0's rendezvous, for one rank per process (verbs); rank 0 listens there");
+  run->add_option("--bootstrap", run_args.bootstrap, "HOST:PORT of rank 0's rendezvous, for one rank per process (verbs); rank 0 listens there; or mpi: ranks from mpirun (the default under mpirun)");
   run->add_option("--rank", run_args.rank, "this process's rank (with --bootstrap)");
   run->add_option("--size", run_args.size, "number of ranks (with --bootstrap)");
   run->add_option("--token", run_args.token, "run token every rank must share (with --bootstrap; or RDMALAB_TOKEN)");

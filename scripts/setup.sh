@@ -10,6 +10,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libsimgrid-dev
   libibverbs-dev librdmacm-dev ibverbs-providers rdma-core
+  libopenmpi-dev openmpi-bin
 )
 
 missing=()

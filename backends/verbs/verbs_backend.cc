@@ -21,6 +21,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <unordered_map>
 #include <random>
 #include <thread>
@@ -28,6 +29,9 @@
 #include "common/child_process.h"
 #include "rdmalab/scenario.h"
 #include "rdmalab/tcp_bootstrap.h"
+#ifdef RDMALAB_HAVE_MPI
+#include "mpi_bootstrap.h"
+#endif
 #include "rdmalab/units.h"
 
 namespace rdmalab::verbs {
@@ -802,12 +806,13 @@ VerbsOptions read_options(const Scenario* sc) {
 }
 
 // Runs one rank in this process.
-Status run_rank(const LaunchSpec& spec, const RankMain& main, TcpBootstrap& boot) {
+// `abort` tells the other ranks this one failed (so they stop instead of waiting for it).
+Status run_rank(const LaunchSpec& spec, const RankMain& main, Bootstrap& boot, const std::function<void(const std::string&)>& abort) {
   VerbsOptions o = read_options(spec.scenario);
   auto sel = open_device(o.device, o.port, o.gid_index);
   if (!sel) {
     Status st = sel.status().with_context(fmt::format("rank {}", boot.rank()));
-    boot.abort(st.message());
+    abort(st.message());
     return st;
   }
   Capabilities caps = probe_caps(*sel);
@@ -821,8 +826,12 @@ Status run_rank(const LaunchSpec& spec, const RankMain& main, TcpBootstrap& boot
   } catch (const std::exception& e) {
     st = Status(Errc::internal, fmt::format("uncaught exception: {}", e.what()));
   }
-  if (!st) boot.abort(st.message());
+  if (!st) abort(st.message());
   return st;
+}
+
+Status run_rank(const LaunchSpec& spec, const RankMain& main, TcpBootstrap& boot) {
+  return run_rank(spec, main, boot, [&](const std::string& why) { boot.abort(why); });
 }
 
 std::string random_token() {
@@ -941,6 +950,18 @@ class VerbsBackend final : public Backend {
   bool hosts_all_ranks() const override { return false; }
 
   Status launch(const LaunchSpec& spec, const RankMain& main) override {
+    if (spec.placement.rendezvous == "mpi") {
+#ifdef RDMALAB_HAVE_MPI
+      // One rank of a run started by mpirun: MPI gives the rank, the size and the allgather.
+      RDMALAB_ASSIGN(auto boot, verbs::MpiBootstrap::init());
+      if (boot->size() != spec.ranks)
+        return Status(Errc::invalid_argument, fmt::format("mpirun started {} ranks but the scenario has {} (fabric.nodes): run "
+                                                          "mpirun -np {}, or --set fabric.nodes={}", boot->size(), spec.ranks, spec.ranks, boot->size()));
+      return run_rank(spec, main, *boot, [&](const std::string& why) { boot->abort(why); });
+#else
+      return Status(Errc::not_supported, "this build has no MPI support (apt-get install libopenmpi-dev, then rebuild)");
+#endif
+    }
     if (!spec.placement.rendezvous.empty()) {
       // One rank of a run across processes or machines.
       auto hp = parse_host_port(spec.placement.rendezvous);

@@ -69,6 +69,16 @@ case "$part" in
     check "a rank with the wrong token is dropped" 1 "ranks 1 did not join" env RDMALAB_TOKEN=$T "$rdmalab" run "$scenario" --backend verbs \
       --bootstrap 127.0.0.1:18517 --rank 0 --size 2
     kill $p1 2>/dev/null; wait $p1 2>/dev/null
+    # Under mpirun: ranks, size and the allgather come from MPI (Open MPI, shared memory in the VM).
+    if command -v mpirun > /dev/null; then
+      mpi="mpirun --allow-run-as-root --oversubscribe --mca btl self,vader"
+      check "write_bw, two ranks under mpirun" 0 "65536" $mpi -np 2 "$rdmalab" run "$scenario" --backend verbs --set workload.iterations=300
+      check "all_reduce, three ranks under mpirun" 0 "busbw" $mpi -np 3 "$rdmalab" run "$scenario" --backend verbs --set fabric.nodes=3 \
+        --set workload.type=all_reduce --set workload.sizes=8B..256KiB --set workload.iterations=3 --set verbs.wait=event
+      check "mpirun -np 3 against fabric.nodes=2 is refused" 1 "mpirun started 3 ranks" $mpi -np 3 "$rdmalab" run "$scenario" --backend verbs
+    else
+      echo "[ SKIP ] mpirun launch: no mpirun here (apt-get install openmpi-bin libopenmpi-dev)"
+    fi
     check "--bootstrap without a token is refused" 2 "token" "$rdmalab" run "$scenario" --backend verbs --bootstrap 127.0.0.1:18518 --rank 0 --size 2
     ;;
   *) echo "in_vm.sh: unknown part '$part'"; exit 2 ;;
