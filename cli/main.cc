@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "backends.h"
+#include "doctor.h"
 #include "rdmalab/run.h"
 #include "rdmalab/tcp_bootstrap.h"
 #include "rdmalab/units.h"
@@ -347,6 +348,9 @@ int main(int argc, char** argv) {
   auto* keys = app.add_subcommand("keys", "list every scenario key with its type, default and meaning");
   std::string dev_backend = "verbs";
   bool dev_json = false;
+  auto* doctor = app.add_subcommand("doctor", "check what GPUDirect RDMA needs here: GPUs, dmabuf, nvidia_peermem, RDMA devices, GPU-NIC PCIe affinity");
+  bool doctor_json = false;
+  doctor->add_flag("--json", doctor_json, "print JSON");
   auto* devices = app.add_subcommand("devices", "show RDMA devices, ports and GIDs (what ibv_devinfo would, at a glance)");
   devices->add_flag("--json", dev_json, "print JSON");
   devices->add_option("--backend", dev_backend, "backend whose devices to list (default verbs)");
@@ -364,6 +368,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (run->parsed()) return cmd_run(run_args);
+  if (doctor->parsed()) return cmd_doctor(doctor_json);
   if (validate->parsed()) return cmd_validate(val_path, val_sets, val_backend);
   if (list->parsed()) return cmd_list();
   if (keys->parsed()) return cmd_keys();

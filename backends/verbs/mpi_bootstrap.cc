@@ -1,19 +1,57 @@
 #include "mpi_bootstrap.h"
 
+#include <dlfcn.h>
 #include <fmt/format.h>
-#include <mpi.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 
 namespace rdmalab::verbs {
 namespace {
 
-Status mpi_error(int rc, const char* what) {
-  char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(rc, text, &len);
-  return Status(Errc::bootstrap, fmt::format("MPI: {} failed: {}", what, std::string(text, static_cast<std::size_t>(len))));
+// The shim (mpi_shim.cc) and its entry points.
+struct Shim {
+  int (*init)(int*, int*, char*, int) = nullptr;
+  int (*barrier)(char*, int) = nullptr;
+  int (*allgather)(const void*, long long, void*, long long*, long long*, char*, int) = nullptr;
+  void (*abort)() = nullptr;
+  void (*finalize)() = nullptr;
+};
+Shim g_shim;
+
+Status load_shim() {
+  if (g_shim.init) return Status::ok();
+  std::vector<std::string> tried;
+  std::vector<std::filesystem::path> candidates;
+  if (const char* env = std::getenv("RDMALAB_MPI_SHIM")) candidates.emplace_back(env);
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    candidates.push_back(exe.parent_path() / ".." / "lib" / "librdmalab_mpi.so");
+    candidates.push_back(exe.parent_path() / "librdmalab_mpi.so");
+  }
+  for (const auto& c : candidates) {
+    // DEEPBIND: the shim's MPI_* calls bind to the MPI library it links, not to SimGrid's SMPI.
+    void* h = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    if (!h) {
+      tried.push_back(fmt::format("{} ({})", c.string(), dlerror()));
+      continue;
+    }
+    g_shim.init = reinterpret_cast<decltype(g_shim.init)>(dlsym(h, "rdmalab_mpi_init"));
+    g_shim.barrier = reinterpret_cast<decltype(g_shim.barrier)>(dlsym(h, "rdmalab_mpi_barrier"));
+    g_shim.allgather = reinterpret_cast<decltype(g_shim.allgather)>(dlsym(h, "rdmalab_mpi_allgather"));
+    g_shim.abort = reinterpret_cast<decltype(g_shim.abort)>(dlsym(h, "rdmalab_mpi_abort"));
+    g_shim.finalize = reinterpret_cast<decltype(g_shim.finalize)>(dlsym(h, "rdmalab_mpi_finalize"));
+    if (g_shim.init && g_shim.barrier && g_shim.allgather && g_shim.abort && g_shim.finalize) return Status::ok();
+    g_shim = Shim{};
+    tried.push_back(fmt::format("{} (not rdmalab's MPI shim)", c.string()));
+  }
+  std::string list;
+  for (const auto& t : tried) list += "\n  " + t;
+  return Status(Errc::not_supported, fmt::format("cannot load rdmalab's MPI library (librdmalab_mpi.so, next to the executable's "
+                                                 "lib/ or named by RDMALAB_MPI_SHIM); tried:{}", list));
 }
 
 }  // namespace
@@ -25,50 +63,37 @@ bool launched_by_mpi() {
 }
 
 Result<std::unique_ptr<MpiBootstrap>> MpiBootstrap::init() {
-  int inited = 0;
-  MPI_Initialized(&inited);
-  if (!inited) {
-    int provided = 0;
-    if (int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SINGLE, &provided); rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Init");
-  }
-  // Errors come back as codes (and become messages) instead of aborting inside MPI.
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  RDMALAB_TRY(load_shim());
   std::unique_ptr<MpiBootstrap> b(new MpiBootstrap());
-  MPI_Comm_rank(MPI_COMM_WORLD, &b->rank_);
-  MPI_Comm_size(MPI_COMM_WORLD, &b->size_);
+  char err[512] = {0};
+  if (g_shim.init(&b->rank_, &b->size_, err, sizeof err)) return Status(Errc::bootstrap, err);
   return b;
 }
 
 MpiBootstrap::~MpiBootstrap() {
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();
+  if (g_shim.finalize) g_shim.finalize();
 }
 
 Status MpiBootstrap::barrier() {
-  if (int rc = MPI_Barrier(MPI_COMM_WORLD); rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Barrier");
+  char err[512] = {0};
+  if (g_shim.barrier(err, sizeof err)) return Status(Errc::bootstrap, err);
   return Status::ok();
 }
 
 Result<std::vector<std::byte>> MpiBootstrap::allgather(std::span<const std::byte> mine) {
-  // Every rank must contribute the same length: check it first, as the TCP bootstrap does.
-  long long len = static_cast<long long>(mine.size()), lo = 0, hi = 0;
-  if (int rc = MPI_Allreduce(&len, &lo, 1, MPI_LONG_LONG, MPI_MIN, MPI_COMM_WORLD); rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Allreduce");
-  if (int rc = MPI_Allreduce(&len, &hi, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD); rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Allreduce");
-  if (lo != hi) return Status(Errc::invalid_argument, fmt::format("allgather: ranks contribute different lengths ({} to {} bytes)", lo, hi));
   std::vector<std::byte> out(mine.size() * static_cast<std::size_t>(size_));
-  if (mine.empty()) return out;
-  if (int rc = MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_BYTE, out.data(), static_cast<int>(mine.size()), MPI_BYTE,
-                             MPI_COMM_WORLD);
-      rc != MPI_SUCCESS)
-    return mpi_error(rc, "MPI_Allgather");
+  long long lo = 0, hi = 0;
+  char err[512] = {0};
+  if (g_shim.allgather(mine.data(), static_cast<long long>(mine.size()), out.empty() ? nullptr : out.data(), &lo, &hi, err, sizeof err))
+    return Status(Errc::bootstrap, err);
+  if (lo != hi) return Status(Errc::invalid_argument, fmt::format("allgather: ranks contribute different lengths ({} to {} bytes)", lo, hi));
   return out;
 }
 
 void MpiBootstrap::abort(const std::string& why) {
   std::fprintf(stderr, "rdmalab: rank %d: %s: stopping every rank (MPI_Abort)\n", rank_, why.c_str());
   std::fflush(stderr);
-  MPI_Abort(MPI_COMM_WORLD, 1);
+  if (g_shim.abort) g_shim.abort();
   std::abort();
 }
 

@@ -29,9 +29,7 @@
 #include "common/child_process.h"
 #include "rdmalab/scenario.h"
 #include "rdmalab/tcp_bootstrap.h"
-#ifdef RDMALAB_HAVE_MPI
 #include "mpi_bootstrap.h"
-#endif
 #include "rdmalab/units.h"
 
 namespace rdmalab::verbs {
@@ -951,16 +949,12 @@ class VerbsBackend final : public Backend {
 
   Status launch(const LaunchSpec& spec, const RankMain& main) override {
     if (spec.placement.rendezvous == "mpi") {
-#ifdef RDMALAB_HAVE_MPI
       // One rank of a run started by mpirun: MPI gives the rank, the size and the allgather.
       RDMALAB_ASSIGN(auto boot, verbs::MpiBootstrap::init());
       if (boot->size() != spec.ranks)
         return Status(Errc::invalid_argument, fmt::format("mpirun started {} ranks but the scenario has {} (fabric.nodes): run "
                                                           "mpirun -np {}, or --set fabric.nodes={}", boot->size(), spec.ranks, spec.ranks, boot->size()));
       return run_rank(spec, main, *boot, [&](const std::string& why) { boot->abort(why); });
-#else
-      return Status(Errc::not_supported, "this build has no MPI support (apt-get install libopenmpi-dev, then rebuild)");
-#endif
     }
     if (!spec.placement.rendezvous.empty()) {
       // One rank of a run across processes or machines.

@@ -4,7 +4,9 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <cctype>
 #include <cstdint>
+#include <dlfcn.h>
 #include <string>
 
 #include "rdmalab/gpu.h"
@@ -308,5 +310,36 @@ GpuInfo install() {
 }
 
 MemoryProvider* cuda_memory() { return g_installed ? &g_cuda : nullptr; }
+
+std::vector<GpuFacts> gpu_facts() {
+  std::vector<GpuFacts> out;
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) return out;
+  // dmabuf export is a driver-API attribute (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED = 124): the
+  // driver library is opened at run time so that rdmalab starts on machines without one.
+  using GetAttr = int (*)(int*, int, int);
+  using Init = int (*)(unsigned);
+  GetAttr get_attr = nullptr;
+  if (void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
+    auto init = reinterpret_cast<Init>(dlsym(h, "cuInit"));
+    if (init && init(0) == 0) get_attr = reinterpret_cast<GetAttr>(dlsym(h, "cuDeviceGetAttribute"));
+  }
+  for (int i = 0; i < n; ++i) {
+    GpuFacts f;
+    f.index = i;
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, i) == cudaSuccess) f.name = prop.name;
+    char bus[32] = {0};
+    if (cudaDeviceGetPCIBusId(bus, sizeof bus, i) == cudaSuccess) {
+      f.pci_bus_id = bus;
+      for (auto& c : f.pci_bus_id) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    int v = 0;
+    if (cudaDeviceGetAttribute(&v, cudaDevAttrGPUDirectRDMASupported, i) == cudaSuccess) f.gpudirect_rdma = v != 0;
+    if (get_attr && get_attr(&v, 124, i) == 0) f.dmabuf = v != 0;
+    out.push_back(f);
+  }
+  return out;
+}
 
 }  // namespace rdmalab::gpu

@@ -139,3 +139,42 @@ TEST(Cli, EveryShippedScenarioValidates) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Cli, CollectiveRunPrintsNcclTestsColumnsAndJson) {
+  auto json = (tmpdir() / "coll.json").string();
+  CliRun r = rdmalab("run " + scenario("all-reduce-sweep.yaml") + " --set workload.sizes=8B..64KiB --set fabric.nodes=8 " +
+                     "--set 'fabric.fat_tree.down=[4,2]' --set 'fabric.fat_tree.up=[1,2]' --set workload.memory=host --json " + json);
+  ASSERT_EQ(r.status, 0) << r.out;
+  for (const char* col : {"size", "count", "type", "redop", "root", "algbw", "busbw", "#wrong", "out-of-place", "in-place"})
+    EXPECT_NE(r.out.find(col), std::string::npos) << col << "\n" << r.out;
+  std::ifstream in(json);
+  auto j = nlohmann::json::parse(in);
+  ASSERT_EQ(j["results"].size(), 28u);  // 14 sizes, out-of-place and in-place
+  EXPECT_GT(j["results"][27]["busbw_gbps"].get<double>(), 0);
+  EXPECT_EQ(j["results"][0]["placement"], "out-of-place");
+  EXPECT_EQ(j["results"][1]["placement"], "in-place");
+}
+
+TEST(Cli, TrainingRunPrintsStepComputeAndExposedCommunication) {
+  CliRun r = rdmalab("run " + scenario("write-bw-64k.yaml") + " --backend simgrid --set workload.type=train_dp --set fabric.nodes=4 " +
+                     "--set training.model=custom --set 'training.layers=[1000000,3000000]' --set training.batch=32");
+  ASSERT_EQ(r.status, 0) << r.out;
+  for (const char* col : {"step[ms]", "compute[ms]", "comm[ms]", "exposed[ms]", "custom", "dp 4 x tp 1"})
+    EXPECT_NE(r.out.find(col), std::string::npos) << col << "\n" << r.out;
+}
+
+TEST(Cli, DoctorSaysWhatGpuDirectNeedsHere) {
+  CliRun r = rdmalab("doctor");
+  ASSERT_EQ(r.status, 0) << r.out;
+  for (const char* line : {"GPU", "nvidia_peermem", "RDMA devices", "path dmabuf", "path peermem", "path staged"})
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n" << r.out;
+  CliRun j = rdmalab("doctor --json");
+  ASSERT_EQ(j.status, 0) << j.out;
+  auto doc = nlohmann::json::parse(j.out);
+  EXPECT_TRUE(doc.contains("gpus"));
+  EXPECT_TRUE(doc.contains("paths"));
+}
+
+}  // namespace

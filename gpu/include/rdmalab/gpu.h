@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "rdmalab/memory.h"
 #include "rdmalab/reduce.h"
@@ -25,6 +26,16 @@ struct GpuInfo {
 // Looks for a GPU; when there is one, installs the cuda memory provider (set_memory_provider),
 // else records why not (set_memory_unavailable_reason). Call once at startup, before runs.
 GpuInfo install();
+
+// What GPUDirect needs to know about each GPU (rdmalab doctor).
+struct GpuFacts {
+  int index = 0;
+  std::string name;
+  std::string pci_bus_id;        // "0000:19:00.0", lower case, as sysfs names it
+  bool gpudirect_rdma = false;   // the device supports GPUDirect RDMA (nvidia_p2p_* / peermem)
+  int dmabuf = -1;               // 1/0: the driver exports device memory as dmabuf; -1: unknown
+};
+std::vector<GpuFacts> gpu_facts();
 
 // The provider (null before install() found a GPU).
 MemoryProvider* cuda_memory();

@@ -71,6 +71,8 @@ case "$part" in
     kill $p1 2>/dev/null; wait $p1 2>/dev/null
     # Under mpirun: ranks, size and the allgather come from MPI (Open MPI, shared memory in the VM).
     if command -v mpirun > /dev/null; then
+      # The VM boots without a host name ("(none)"), which Open MPI refuses as a node name.
+      [ "$(hostname)" = "(none)" ] && hostname rdmalab-vm
       mpi="mpirun --allow-run-as-root --oversubscribe --mca btl self,vader"
       check "write_bw, two ranks under mpirun" 0 "65536" $mpi -np 2 "$rdmalab" run "$scenario" --backend verbs --set workload.iterations=300
       check "all_reduce, three ranks under mpirun" 0 "busbw" $mpi -np 3 "$rdmalab" run "$scenario" --backend verbs --set fabric.nodes=3 \

@@ -1,0 +1,16 @@
+// rdmalab doctor: the checks GPUDirect RDMA needs on this machine (docs/gpu.md).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace rdmalab {
+
+int cmd_doctor(bool json);
+
+// How two PCIe devices sit relative to each other (nvidia-smi topo's words: PIX, PXB, PHB,
+// NODE, SYS) from their sysfs paths below /sys/devices and their NUMA nodes. For tests.
+std::string pci_affinity(const std::vector<std::string>& a, const std::vector<std::string>& b, const std::string& numa_a,
+                         const std::string& numa_b);
+
+}  // namespace rdmalab

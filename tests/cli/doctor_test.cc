@@ -1,0 +1,31 @@
+// rdmalab doctor's PCIe affinity classification, on sysfs paths of real machine layouts.
+#include <gtest/gtest.h>
+
+#include "doctor.h"
+
+namespace rdmalab {
+namespace {
+
+std::vector<std::string> path(std::initializer_list<const char*> parts) { return {parts.begin(), parts.end()}; }
+
+TEST(PciAffinity, ClassifiesAsNvidiaSmiTopoDoes) {
+  // DGX-like: GPU and NIC behind one PCIe switch (switch upstream port, two downstream ports).
+  auto gpu = path({"pci0000:17", "0000:17:01.0", "0000:18:00.0", "0000:19:00.0", "0000:1a:00.0"});
+  auto nic_same_switch = path({"pci0000:17", "0000:17:01.0", "0000:18:00.0", "0000:19:04.0", "0000:1c:00.0"});
+  EXPECT_EQ(pci_affinity(gpu, nic_same_switch, "0", "0"), "PIX");
+  // Same root port, behind different switches below it.
+  auto nic_other_switch = path({"pci0000:17", "0000:17:01.0", "0000:18:00.0", "0000:19:08.0", "0000:20:00.0", "0000:21:00.0", "0000:22:00.0"});
+  EXPECT_EQ(pci_affinity(gpu, nic_other_switch, "0", "0"), "PXB");
+  // Same host bridge, different root ports: through the CPU.
+  auto nic_other_port = path({"pci0000:17", "0000:17:03.0", "0000:30:00.0"});
+  EXPECT_EQ(pci_affinity(gpu, nic_other_port, "0", "0"), "PHB");
+  // Another root complex on the same socket, then on the other socket.
+  auto nic_other_root = path({"pci0000:4a", "0000:4a:01.0", "0000:4b:00.0"});
+  EXPECT_EQ(pci_affinity(gpu, nic_other_root, "0", "0"), "NODE");
+  EXPECT_EQ(pci_affinity(gpu, nic_other_root, "0", "1"), "SYS");
+  EXPECT_EQ(pci_affinity(gpu, nic_other_root, "-1", "-1"), "SYS");  // NUMA unknown: assume the worst
+  EXPECT_EQ(pci_affinity({}, nic_other_root, "0", "0"), "unknown");
+}
+
+}  // namespace
+}  // namespace rdmalab
