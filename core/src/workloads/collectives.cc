@@ -1,12 +1,7 @@
-// The collectives engine and the nccl-tests-style workloads on top of it.
-//
-// Transport: per (peer, channel) one RC QP and, at the receiver, `slots` staging slots. A chunk
-// travels as an RDMA write with immediate into the next slot of the peer's staging area; the
-// immediate carries a sequence number that the receiver checks. The receiver reduces or copies
-// the slot into its destination and returns a credit (a zero-byte write with immediate), which
-// frees the slot for the sender. Every message consumes one posted receive, reposted at once.
-// Chunks of one connection arrive in order (RC), so both sides know which chunk is which from
-// their plans alone.
+// The nccl-tests-style collective workloads: parameters, inputs whose result is exact, the timed
+// loop and the check run. The transfers themselves are the engine's (engine.h): per (peer,
+// channel) one RC QP; chunks travel as RDMA writes with immediate into the receiver's staging
+// slots, which returns credits as it reduces or copies them.
 #include "rdmalab/workloads/collectives.h"
 
 #include <fmt/format.h>
@@ -20,13 +15,10 @@
 
 #include "rdmalab/units.h"
 #include "rdmalab/workloads/common.h"
+#include "engine.h"
 
 namespace rdmalab::workloads {
 namespace {
-
-constexpr std::uint32_t kCreditBit = 1u << 31;
-constexpr std::uint32_t kSeqMask = (1u << 24) - 1;
-constexpr int kWcBatch = 64;
 
 // ------------------------------------------------------------------------------------------
 // Scenario parameters.
@@ -204,400 +196,6 @@ std::vector<std::uint8_t> expected_output(const Params& p, int ranks, int rank, 
 }
 
 // ------------------------------------------------------------------------------------------
-// The engine.
-
-struct Conn {
-  int peer = 0, chan = 0;
-  std::unique_ptr<QueuePair> qp;
-  std::uint32_t slots_in = 1;   // my staging slots for this peer
-  std::uint64_t slot_bytes_in = 0;
-  std::uint64_t stage_off = 0;  // where they start in my staging buffer
-  RemoteBuffer remote_stage;    // the peer's slots for me
-  std::uint32_t slots_out = 1;
-  std::uint64_t slot_bytes_out = 0;
-  std::uint32_t credits = 0;    // free slots at the peer
-  std::uint64_t send_seq = 0, recv_seq = 0;
-  std::uint64_t arrived = 0;    // chunks landed in my slots, not yet processed
-  std::uint32_t sq_out = 0, sq_cap = 0;
-  std::uint32_t pending_credits = 0;  // credits to return once the send queue has room
-};
-
-// What a rank publishes about one of its connections.
-struct ConnInfo {
-  std::int32_t peer = -1, chan = 0;
-  QpEndpoint ep;
-  RemoteBuffer stage;
-  std::uint32_t slots = 0;
-  std::uint32_t pad = 0;
-  std::uint64_t slot_bytes = 0;
-};
-
-struct Engine {
-  RankEnv& env;
-  const Params& p;
-  MemoryProvider* mem;
-  std::unique_ptr<ProtectionDomain> pd;
-  std::unique_ptr<CompletionQueue> cq;
-  Buffer in, out, scratch, stage;
-  std::unique_ptr<MemoryRegion> in_mr, out_mr, scratch_mr, stage_mr;
-  std::vector<Conn> conns;
-  std::map<std::pair<int, int>, std::size_t> conn_index;  // (peer, chan) -> conns
-  std::vector<Completion> wcs = std::vector<Completion>(kWcBatch);
-
-  Engine(RankEnv& e, const Params& params) : env(e), p(params), mem(memory_provider(params.memory)) {}
-
-  const Buffer& buf(Buf b) const { return b == Buf::in ? in : b == Buf::out ? out : scratch; }
-  const MemoryRegion& mr(Buf b) const { return b == Buf::in ? *in_mr : b == Buf::out ? *out_mr : *scratch_mr; }
-
-  // Sets up buffers and connections for every plan this run will execute.
-  Status setup(const std::vector<Plan>& plans) {
-    std::uint64_t in_b = 1, out_b = 1, scr_b = 1;
-    struct Need {
-      std::uint64_t max_in_plan = 0;  // chunks from the peer in one plan
-      std::uint64_t max_op = 0;
-    };
-    std::map<std::pair<int, int>, Need> need;
-    for (const Plan& pl : plans) {
-      in_b = std::max(in_b, pl.in_bytes);
-      out_b = std::max(out_b, pl.out_bytes);
-      scr_b = std::max(scr_b, pl.scratch_bytes);
-      std::map<std::pair<int, int>, std::uint64_t> per;  // chunks from the peer in this plan
-      for (const auto& s : pl.sends) need[{s.peer, s.chan}];
-      for (const auto& r : pl.recvs) {
-        per[{r.peer, r.chan}] += (r.len + p.chunk - 1) / p.chunk;
-        auto& n = need[{r.peer, r.chan}];
-        n.max_op = std::max(n.max_op, r.len);
-      }
-      for (auto& [k, v] : per) need[k].max_in_plan = std::max(need[k].max_in_plan, v);
-    }
-    RDMALAB_ASSIGN(in, mem->allocate(in_b));
-    RDMALAB_ASSIGN(out, mem->allocate(out_b));
-    RDMALAB_ASSIGN(scratch, mem->allocate(scr_b));
-    std::uint64_t stage_bytes = 0;
-    conns.clear();
-    for (auto& [key, n] : need) {
-      Conn c;
-      c.peer = key.first;
-      c.chan = key.second;
-      if (n.max_in_plan > 0) {
-        c.slot_bytes_in = std::min(p.chunk, n.max_op);
-        c.slots_in = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(n.max_in_plan, 1, p.slots));
-      } else {
-        c.slots_in = 0;
-      }
-      c.stage_off = stage_bytes;
-      stage_bytes += c.slots_in * c.slot_bytes_in;
-      conn_index[key] = conns.size();
-      conns.push_back(std::move(c));
-    }
-    RDMALAB_ASSIGN(stage, mem->allocate(std::max<std::uint64_t>(stage_bytes, 1)));
-    RDMALAB_ASSIGN(pd, env.dev.alloc_pd());
-    const std::uint32_t local = kAccessLocalWrite;
-    RDMALAB_ASSIGN(in_mr, pd->register_memory(in.data(), in.size(), local, in.kind()));
-    RDMALAB_ASSIGN(out_mr, pd->register_memory(out.data(), out.size(), local, out.kind()));
-    RDMALAB_ASSIGN(scratch_mr, pd->register_memory(scratch.data(), scratch.size(), local, scratch.kind()));
-    RDMALAB_ASSIGN(stage_mr, pd->register_memory(stage.data(), stage.size(), kAccessLocalWrite | kAccessRemoteWrite, stage.kind()));
-
-    // Publish my side of every connection; everyone finds the peer's side in its table.
-    std::vector<ConnInfo> mine(conns.size());
-    for (std::size_t i = 0; i < conns.size(); ++i) {
-      mine[i].peer = conns[i].peer;
-      mine[i].chan = conns[i].chan;
-      mine[i].stage = stage_mr->remote(conns[i].stage_off);
-      mine[i].slots = conns[i].slots_in;
-      mine[i].slot_bytes = conns[i].slot_bytes_in;
-    }
-    // Every rank's table must have the same length for the allgather: pad to the longest.
-    RDMALAB_ASSIGN(auto counts, allgather_value(env.boot, static_cast<std::uint64_t>(conns.size())));
-    const std::uint64_t width = std::max<std::uint64_t>(1, *std::max_element(counts.begin(), counts.end()));
-    // Exchange twice: first what sizes the queues (the peer's slots), then the QP endpoints.
-    const auto& dcaps = env.dev.caps();
-    mine.resize(width);
-    RDMALAB_ASSIGN(auto table, env.boot.allgather(std::as_bytes(std::span<const ConnInfo>(mine))));
-    auto peer_entry = [&](int peer, int chan) -> const ConnInfo* {
-      const auto* base = reinterpret_cast<const ConnInfo*>(table.data()) + static_cast<std::size_t>(peer) * width;
-      for (std::uint64_t k = 0; k < width; ++k) {
-        ConnInfo e;
-        std::memcpy(&e, base + k, sizeof e);
-        if (e.peer == env.rank && e.chan == chan) return base + k;
-      }
-      return nullptr;
-    };
-    std::uint64_t total = 1;
-    for (auto& c : conns) {
-      const ConnInfo* e = peer_entry(c.peer, c.chan);
-      if (!e) return Status(Errc::internal, fmt::format("rank {}: rank {} has no connection back on channel {} (plans disagree)", env.rank, c.peer, c.chan));
-      ConnInfo info;
-      std::memcpy(&info, e, sizeof info);
-      c.remote_stage = info.stage;
-      c.slots_out = info.slots;
-      c.slot_bytes_out = info.slot_bytes;
-      c.credits = c.slots_out;
-      c.sq_cap = c.slots_out + c.slots_in + 2;
-      total += c.sq_cap + c.slots_in + c.slots_out;
-    }
-    if (dcaps.max_cq_entries && total > dcaps.max_cq_entries)
-      return Status(Errc::not_supported, fmt::format("rank {}: this collective needs a completion queue of {} entries, the device allows {} "
-                                                     "(lower workload.slots)", env.rank, total, dcaps.max_cq_entries));
-    RDMALAB_ASSIGN(cq, env.dev.create_cq(static_cast<std::uint32_t>(total)));
-    for (std::size_t i = 0; i < conns.size(); ++i) {
-      auto& c = conns[i];
-      QpCaps caps;
-      caps.max_send_wr = c.sq_cap;
-      caps.max_recv_wr = c.slots_in + c.slots_out + 1;
-      RDMALAB_ASSIGN(c.qp, pd->create_qp(*cq, *cq, caps));
-      RDMALAB_TRY(c.qp->to_init());
-      mine[i].ep = c.qp->endpoint();
-    }
-    RDMALAB_ASSIGN(table, env.boot.allgather(std::as_bytes(std::span<const ConnInfo>(mine))));
-    for (std::size_t i = 0; i < conns.size(); ++i) {
-      auto& c = conns[i];
-      ConnInfo info;
-      std::memcpy(&info, peer_entry(c.peer, c.chan), sizeof info);
-      QpConnectAttr attr;
-      attr.remote = info.ep;
-      RDMALAB_TRY(c.qp->to_rtr(attr));
-      RDMALAB_TRY(c.qp->to_rts());
-      for (std::uint32_t k = 0; k < c.slots_in + c.slots_out; ++k) RDMALAB_TRY(post_recv(i));
-    }
-    return env.boot.barrier();
-  }
-
-  // Waits for every request this rank posted (the last credits) to complete, then for every
-  // rank to have done the same: after that no message is in flight and the QPs can go.
-  Status drain() {
-    auto busy = [&] {
-      for (const auto& c : conns)
-        if (c.sq_out) return true;
-      return false;
-    };
-    while (busy()) {
-      auto w = cq->wait(wcs, p.timeout);
-      if (!w) return w.status().with_context(fmt::format("rank {}: waiting for the last credits to complete", env.rank));
-      for (std::size_t k = 0; k < *w; ++k) {
-        const Completion& wc = wcs[k];
-        const std::size_t ci = static_cast<std::size_t>((wc.wr_id & 0xffffffffu) >> 2);
-        if (wc.status != WcStatus::success && ci < conns.size())
-          return Status(Errc::transport, describe_failed_completion(env.rank, wc));
-        if ((wc.wr_id & 3) != 2 && ci < conns.size()) conns[ci].sq_out--;
-      }
-    }
-    return env.boot.barrier();
-  }
-
-  Status post_recv(std::size_t ci) {
-    RecvWr wr{(static_cast<std::uint64_t>(ci) << 2) | 2, {}};
-    return conns[ci].qp->post_recv(std::span<const RecvWr>(&wr, 1));
-  }
-
-  Status post_credit(std::size_t ci) {
-    Conn& c = conns[ci];
-    while (c.pending_credits > 0 && c.sq_out < c.sq_cap) {
-      SendWr wr;
-      wr.wr_id = (static_cast<std::uint64_t>(ci) << 2) | 1;
-      wr.opcode = SendOpcode::rdma_write_with_imm;
-      wr.imm = kCreditBit | c.pending_credits;
-      wr.remote_addr = c.remote_stage.addr;
-      wr.rkey = c.remote_stage.rkey;
-      RDMALAB_TRY(c.qp->post_send(std::span<const SendWr>(&wr, 1)));
-      c.sq_out++;
-      c.pending_credits = 0;
-    }
-    return Status::ok();
-  }
-
-  // Runs one plan to completion: every chunk sent and acknowledged, every chunk received processed.
-  Status execute(const Plan& plan) {
-    for (const auto& cp : plan.pre) RDMALAB_TRY(mem->copy(buf(cp.dst.buf), cp.dst.off, buf(cp.src.buf), cp.src.off, cp.len));
-    auto nchunks = [&](std::uint64_t len) { return (len + p.chunk - 1) / p.chunk; };
-    std::vector<std::uint64_t> done(plan.recvs.size(), 0);  // chunks processed per recv op
-    // Per connection: the recv ops it feeds, in order, and a cursor.
-    struct RecvCursor {
-      std::vector<int> ops;
-      std::size_t pos = 0;
-      std::uint64_t chunk = 0;
-    };
-    std::vector<RecvCursor> rcur(conns.size());
-    std::uint64_t recv_chunks_left = 0;
-    for (std::size_t i = 0; i < plan.recvs.size(); ++i) {
-      rcur[conn_index.at({plan.recvs[i].peer, plan.recvs[i].chan})].ops.push_back(static_cast<int>(i));
-      recv_chunks_left += nchunks(plan.recvs[i].len);
-    }
-    // Per connection: the sends, in order, and a cursor. Connections progress independently (a
-    // tree node feeds both children chunk by chunk); order across peers comes from dependencies.
-    struct SendCursor {
-      std::vector<int> ops;
-      std::size_t pos = 0;
-      std::uint64_t chunk = 0;
-    };
-    std::map<std::pair<int, int>, SendCursor> scur;
-    std::vector<int> prev_in_chan(plan.sends.size(), -1);  // for SendOp::serial
-    std::map<int, int> last_in_chan;
-    for (std::size_t i = 0; i < plan.sends.size(); ++i) {
-      const SendOp& s = plan.sends[i];
-      scur[{s.peer, s.chan}].ops.push_back(static_cast<int>(i));
-      auto it = last_in_chan.find(s.chan);
-      if (it != last_in_chan.end()) prev_in_chan[i] = it->second;
-      last_in_chan[s.chan] = static_cast<int>(i);
-    }
-    std::uint64_t sends_outstanding = 0;
-    std::vector<std::uint64_t> sent_done(plan.sends.size(), 0);  // chunks completed per send op
-    const double deadline_step = p.timeout;
-
-    auto dep_met = [&](const SendOp& s, std::uint64_t j) {
-      if (s.dep < 0) return true;
-      const std::uint64_t have = done[static_cast<std::size_t>(s.dep)];
-      return s.chunkwise ? have > j : have == nchunks(plan.recvs[static_cast<std::size_t>(s.dep)].len);
-    };
-
-    auto issue = [&](bool& progressed) -> Status {
-      for (auto& [key, sc] : scur) {
-        while (sc.pos < sc.ops.size()) {
-          const SendOp& s = plan.sends[static_cast<std::size_t>(sc.ops[sc.pos])];
-          const std::size_t ci = conn_index.at({s.peer, s.chan});
-          Conn& c = conns[ci];
-          if (c.credits == 0 || c.sq_out + 1 >= c.sq_cap || !dep_met(s, sc.chunk)) break;
-          if (s.serial && prev_in_chan[static_cast<std::size_t>(sc.ops[sc.pos])] >= 0) {
-            const auto prev = static_cast<std::size_t>(prev_in_chan[static_cast<std::size_t>(sc.ops[sc.pos])]);
-            if (sent_done[prev] < nchunks(plan.sends[prev].len)) break;
-          }
-          const std::uint64_t off = sc.chunk * p.chunk;
-          const std::uint64_t len = std::min(p.chunk, s.len - off);
-          Sge sge{buf(s.src.buf).addr() + s.src.off + off, static_cast<std::uint32_t>(len), mr(s.src.buf).lkey()};
-          SendWr wr;
-          wr.wr_id = (static_cast<std::uint64_t>(sc.ops[sc.pos] + 1) << 32) | (static_cast<std::uint64_t>(ci) << 2) | 0;
-          wr.opcode = SendOpcode::rdma_write_with_imm;
-          wr.sg_list = std::span<const Sge>(&sge, 1);
-          wr.imm = static_cast<std::uint32_t>(c.send_seq & kSeqMask);
-          wr.remote_addr = c.remote_stage.addr + (c.send_seq % c.slots_out) * c.slot_bytes_out;
-          wr.rkey = c.remote_stage.rkey;
-          RDMALAB_TRY(c.qp->post_send(std::span<const SendWr>(&wr, 1)));
-          c.send_seq++;
-          c.credits--;
-          c.sq_out++;
-          sends_outstanding++;
-          progressed = true;
-          if (++sc.chunk == nchunks(s.len)) {
-            sc.chunk = 0;
-            sc.pos++;
-          }
-        }
-      }
-      return Status::ok();
-    };
-
-    auto process = [&](bool& progressed) -> Status {
-      for (std::size_t ci = 0; ci < conns.size(); ++ci) {
-        Conn& c = conns[ci];
-        RecvCursor& rc = rcur[ci];
-        while (c.arrived > 0 && rc.pos < rc.ops.size()) {
-          const int oi = rc.ops[rc.pos];
-          const RecvOp& r = plan.recvs[static_cast<std::size_t>(oi)];
-          if (r.after >= 0) {
-            const auto a = static_cast<std::size_t>(r.after);
-            if (r.after_whole ? done[a] < nchunks(plan.recvs[a].len) : done[a] <= rc.chunk) break;
-          }
-          const std::uint64_t off = rc.chunk * p.chunk;
-          const std::uint64_t len = std::min(p.chunk, r.len - off);
-          const std::uint64_t slot = c.stage_off + (c.recv_seq % c.slots_in) * c.slot_bytes_in;
-          if (r.reduce)
-            RDMALAB_TRY(mem->reduce(buf(r.dst.buf), r.dst.off + off, buf(r.operand.buf), r.operand.off + off, stage, slot,
-                                    len / dtype_size(p.dtype), p.dtype, p.op));
-          else
-            RDMALAB_TRY(mem->copy(buf(r.dst.buf), r.dst.off + off, stage, slot, len));
-          c.recv_seq++;
-          c.arrived--;
-          c.pending_credits++;
-          RDMALAB_TRY(post_credit(ci));
-          done[static_cast<std::size_t>(oi)]++;
-          recv_chunks_left--;
-          progressed = true;
-          if (++rc.chunk == nchunks(r.len)) {
-            rc.chunk = 0;
-            rc.pos++;
-          }
-        }
-        if (c.pending_credits) RDMALAB_TRY(post_credit(ci));
-      }
-      return Status::ok();
-    };
-
-    auto handle = [&](std::size_t n) -> Status {
-      for (std::size_t k = 0; k < n; ++k) {
-        const Completion& wc = wcs[k];
-        const std::size_t ci = static_cast<std::size_t>((wc.wr_id & 0xffffffffu) >> 2);
-        const int kind = static_cast<int>(wc.wr_id & 3);
-        if (ci >= conns.size()) return Status(Errc::internal, fmt::format("rank {}: completion with unknown wr_id {:#x}", env.rank, wc.wr_id));
-        if (wc.status != WcStatus::success)
-          return Status(Errc::transport, fmt::format("{} (connection to rank {}, channel {})", describe_failed_completion(env.rank, wc),
-                                                     conns[ci].peer, conns[ci].chan));
-        Conn& c = conns[ci];
-        if (kind == 2) {
-          RDMALAB_TRY(post_recv(ci));
-          if (!wc.has_imm)
-            return Status(Errc::data, fmt::format("rank {}: a message from rank {} carried no immediate", env.rank, c.peer));
-          if (wc.imm & kCreditBit) {
-            c.credits += wc.imm & ~kCreditBit;
-            if (c.credits > c.slots_out)
-              return Status(Errc::data, fmt::format("rank {}: rank {} returned more credits than slots ({} > {})", env.rank, c.peer, c.credits, c.slots_out));
-          } else {
-            const std::uint64_t expect = (c.recv_seq + c.arrived) & kSeqMask;
-            if (wc.imm != expect)
-              return Status(Errc::data, fmt::format("rank {}: chunk {} from rank {} (channel {}) arrived where chunk {} was due: the "
-                                                    "transport reordered or lost a message", env.rank, wc.imm, c.peer, c.chan, expect));
-            if (c.arrived >= c.slots_in)
-              return Status(Errc::data, fmt::format("rank {}: rank {} wrote past its credits", env.rank, c.peer));
-            c.arrived++;
-          }
-        } else {
-          c.sq_out--;
-          if (kind == 0) {
-            sends_outstanding--;
-            const std::uint64_t op = (wc.wr_id >> 32) - 1;
-            if (op < sent_done.size()) sent_done[op]++;
-          }
-        }
-      }
-      return Status::ok();
-    };
-
-    auto finished = [&] {
-      if (recv_chunks_left || sends_outstanding) return false;
-      for (auto& [key, sc] : scur)
-        if (sc.pos < sc.ops.size()) return false;
-      // Credits still in flight need not be waited for: their completions are taken by the
-      // next execution (or never, at the end), and nothing reuses what they carried.
-      for (const auto& c : conns)
-        if (c.pending_credits) return false;
-      return true;
-    };
-
-    while (!finished()) {
-      bool progressed = false;
-      RDMALAB_TRY(issue(progressed));
-      RDMALAB_TRY(process(progressed));
-      RDMALAB_ASSIGN(std::size_t n, cq->poll(wcs));
-      if (n) {
-        progressed = true;
-        RDMALAB_TRY(handle(n));
-      }
-      if (!progressed && !finished()) {
-        auto w = cq->wait(wcs, deadline_step);
-        if (!w) {
-          if (w.status().code() == Errc::timeout)
-            return Status(Errc::timeout, fmt::format("rank {}: no progress within {}s in {} ({} chunks still to receive, {} sends in flight); "
-                                                     "is a peer dead or stuck? raise workload.timeout for slow fabrics",
-                                                     env.rank, deadline_step, collective_name(p.coll), recv_chunks_left, sends_outstanding));
-          return w.status().with_context(fmt::format("rank {}", env.rank));
-        }
-        RDMALAB_TRY(handle(*w));
-      }
-    }
-    return Status::ok();
-  }
-};
-
-// ------------------------------------------------------------------------------------------
 // The workload.
 
 struct SizePlan {
@@ -624,16 +222,24 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
     if (p.in_place) all.push_back(s.in_place);
     sizes.push_back(std::move(s));
   }
-  Engine eng(env, p);
+  EngineConfig cfg;
+  cfg.chunk = p.chunk;
+  cfg.slots = p.slots;
+  cfg.dtype = p.dtype;
+  cfg.op = p.op;
+  cfg.memory = p.memory;
+  cfg.timeout = p.timeout;
+  cfg.what = collective_name(coll);
+  CollectiveEngine eng(env, cfg);
   RDMALAB_TRY(eng.setup(all));
 
   auto load_inputs = [&](const SizePlan& s, bool in_place) -> Status {
     auto v = make_input(p, env.size, env.rank, per_rank_blocks(coll) && coll == Collective::all_gather ? s.count / static_cast<std::uint64_t>(env.size) : s.count);
     if (v.empty()) return Status::ok();
-    if (!in_place) return eng.mem->write(eng.in, 0, v.data(), v.size());
+    if (!in_place) return eng.mem().write(eng.in(), 0, v.data(), v.size());
     // In place: the input sits where nccl-tests puts it inside the output buffer.
     const std::uint64_t off = coll == Collective::all_gather ? static_cast<std::uint64_t>(env.rank) * v.size() : 0;
-    return eng.mem->write(eng.out, off, v.data(), v.size());
+    return eng.mem().write(eng.out(), off, v.data(), v.size());
   };
 
   for (const SizePlan& s : sizes) {
@@ -658,7 +264,7 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
         if (!expect.empty()) {
           std::vector<std::uint8_t> got(expect.size());
           const std::uint64_t off = in_place && coll == Collective::reduce_scatter ? static_cast<std::uint64_t>(env.rank) * expect.size() : 0;
-          RDMALAB_TRY(eng.mem->read(eng.out, off, got.data(), got.size()));
+          RDMALAB_TRY(eng.mem().read(eng.out(), off, got.data(), got.size()));
           for (std::size_t i = 0; i < expect.size(); i += es) wrong += std::memcmp(&got[i], &expect[i], es) != 0;
         }
       }
