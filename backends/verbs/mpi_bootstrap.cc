@@ -56,12 +56,6 @@ Status load_shim() {
 
 }  // namespace
 
-bool launched_by_mpi() {
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"})
-    if (std::getenv(v)) return true;
-  return false;
-}
-
 Result<std::unique_ptr<MpiBootstrap>> MpiBootstrap::init() {
   RDMALAB_TRY(load_shim());
   std::unique_ptr<MpiBootstrap> b(new MpiBootstrap());

@@ -1,5 +1,6 @@
 // The bootstrap of a run launched by mpirun: rank, size, barrier and allgather come from MPI
-// (MPI_COMM_WORLD), as nccl-tests gets them. Built when an MPI implementation is found.
+// (MPI_COMM_WORLD), as nccl-tests gets them, through librdmalab_mpi.so (mpi_shim.cc), which is
+// built when an MPI implementation is found and loaded when a run asks for it.
 #pragma once
 
 #include <memory>
@@ -8,9 +9,6 @@
 #include "rdmalab/bootstrap.h"
 
 namespace rdmalab::verbs {
-
-// True when this process looks started by mpirun (Open MPI, MPICH/Hydra or a PMI launcher).
-bool launched_by_mpi();
 
 class MpiBootstrap final : public Bootstrap {
  public:
