@@ -100,29 +100,8 @@ Params read_params(const Scenario& sc, Collective coll) {
 // Inputs whose exact result is known: small integers, so every partial sum or product in any
 // order is exactly representable in every type (fp16 holds integers up to 2048, bf16 up to 256).
 
-std::uint64_t mix(std::uint64_t seed, int rank, std::uint64_t i) { return pattern_word(seed * 7919 + static_cast<std::uint64_t>(rank), i); }
-
 double input_value(const Params& p, int ranks, int rank, std::uint64_t i) {
-  const std::uint64_t h = mix(p.seed, rank, i);
-  if (!reduces(p.coll) || p.op == ReduceOp::max || p.op == ReduceOp::min) return static_cast<double>(h % 201) - 100.0;
-  if (p.op == ReduceOp::prod) {
-    if (i % static_cast<std::uint64_t>(ranks) == static_cast<std::uint64_t>(rank) && (h >> 20) % 5 == 0) return 2.0;
-    return h % 3 == 0 ? -1.0 : 1.0;
-  }
-  // sum
-  std::uint64_t limit = 0;
-  switch (p.dtype) {
-    case DataType::fp32: limit = 1u << 24; break;
-    case DataType::fp16: limit = 2048; break;
-    case DataType::bf16: limit = 256; break;
-    case DataType::int32:
-    case DataType::int8: return static_cast<double>(h % 255) - 127.0;  // wraps, exactly, in both
-  }
-  const auto n = static_cast<std::uint64_t>(ranks);
-  const std::uint64_t m = limit / n;
-  if (m >= 1) return static_cast<double>(h % (m + 1));
-  const std::uint64_t g = (n + limit - 1) / limit;  // at most `limit` ranks contribute a 1
-  return (static_cast<std::uint64_t>(rank) + i) % g == 0 ? 1.0 : 0.0;
+  return exact_input(p.dtype, p.op, reduces(p.coll), ranks, rank, i, p.seed);
 }
 
 std::vector<std::uint8_t> make_input(const Params& p, int ranks, int rank, std::uint64_t count) {
@@ -362,6 +341,29 @@ void add(WorkloadRegistry& reg, Collective coll, const char* desc) {
 }
 
 }  // namespace
+
+double exact_input(DataType t, ReduceOp op, bool reduction, int ranks, int rank, std::uint64_t i, std::uint64_t seed) {
+  const std::uint64_t h = pattern_word(seed * 7919 + static_cast<std::uint64_t>(rank), i);
+  if (!reduction || op == ReduceOp::max || op == ReduceOp::min) return static_cast<double>(h % 201) - 100.0;
+  if (op == ReduceOp::prod) {
+    if (i % static_cast<std::uint64_t>(ranks) == static_cast<std::uint64_t>(rank) && (h >> 20) % 5 == 0) return 2.0;
+    return h % 3 == 0 ? -1.0 : 1.0;
+  }
+  // sum
+  std::uint64_t limit = 0;
+  switch (t) {
+    case DataType::fp32: limit = 1u << 24; break;
+    case DataType::fp16: limit = 2048; break;
+    case DataType::bf16: limit = 256; break;
+    case DataType::int32:
+    case DataType::int8: return static_cast<double>(h % 255) - 127.0;  // wraps, exactly, in both
+  }
+  const auto n = static_cast<std::uint64_t>(ranks);
+  const std::uint64_t m = limit / n;
+  if (m >= 1) return static_cast<double>(h % (m + 1));
+  const std::uint64_t g = (n + limit - 1) / limit;  // at most `limit` ranks contribute a 1
+  return (static_cast<std::uint64_t>(rank) + i) % g == 0 ? 1.0 : 0.0;
+}
 
 void register_collectives(WorkloadRegistry& reg) {
   add(reg, Collective::all_reduce, "all-reduce: ring, double binary tree or halving-doubling (nccl-tests all_reduce_perf)");

@@ -216,12 +216,18 @@ Status run_dp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
   CollectiveEngine eng(env, cfg);
   RDMALAB_TRY(eng.setup(plans, 0, moe_off + moe_count * es));
 
-  // Known gradients: every rank's element i is a small integer, so the all-reduced sum is exact.
-  auto grad_value = [&](int rank, std::uint64_t i) { return static_cast<double>(pattern_word(p.seed * 31 + static_cast<std::uint64_t>(rank), i) % 8); };
+  // Known gradients: the collectives' exact inputs (by position in the data-parallel group), so
+  // the all-reduced sum is exact in every type and any order.
+  const std::uint64_t grad_count = grad_bytes / es;
+  auto grads_of = [&](int member) {
+    std::vector<std::uint8_t> v(grad_bytes);
+    for (std::uint64_t i = 0; i < grad_count; ++i)
+      set_element(v.data(), i, p.dtype, exact_input(p.dtype, ReduceOp::sum, true, dp, member, i, p.seed));
+    return v;
+  };
   auto load_grads = [&]() -> Status {
     if (!p.verify) return Status::ok();
-    std::vector<std::uint8_t> v(grad_bytes);
-    for (std::uint64_t i = 0; i < grad_bytes / es; ++i) set_element(v.data(), i, p.dtype, grad_value(env.rank, i));
+    auto v = grads_of(dp_rank);
     return eng.mem().write(eng.out(), 0, v.data(), v.size());
   };
 
@@ -259,7 +265,6 @@ Status run_dp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
     }
     // Backward, launching each bucket's all-reduce when its last layer is done.
     std::size_t next_bucket = 0;
-    std::vector<int> ids;
     double first_launch = -1;
     for (std::size_t k = p.layers.size(); k-- > 0;) {
       const double t = 2 * fwd_time(p, p.layers[k], static_cast<double>(p.batch)) / tp;
@@ -268,8 +273,7 @@ Status run_dp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
       RDMALAB_TRY(layer_comm());
       while (next_bucket < buckets.size() && buckets[next_bucket].last_layer == k) {
         if (first_launch < 0) first_launch = env.rt.now();
-        RDMALAB_ASSIGN(int id, eng.begin(buckets[next_bucket].plan));
-        ids.push_back(id);
+        RDMALAB_TRY(eng.begin(buckets[next_bucket].plan).status());
         ++next_bucket;
       }
     }
@@ -279,15 +283,13 @@ Status run_dp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
     if (first_launch >= 0) comm += t1 - first_launch;
     if (it >= p.warmup) timed.push_back({t1 - t0, compute, comm});
     if (last && p.verify) {
-      std::vector<std::uint8_t> got(grad_bytes);
-      RDMALAB_TRY(eng.mem().read(eng.out(), 0, got.data(), got.size()));
-      for (std::uint64_t i = 0; i < grad_bytes / es; ++i) {
-        double want = 0;
-        for (int r : dp_members) want += grad_value(r, i);
-        std::vector<std::uint8_t> w(es);
-        set_element(w.data(), 0, p.dtype, want);
-        wrong += std::memcmp(w.data(), got.data() + i * es, es) != 0;
+      std::vector<std::uint8_t> got(grad_bytes), want = grads_of(0);
+      for (int m = 1; m < dp; ++m) {
+        auto v = grads_of(m);
+        host_reduce(want.data(), want.data(), v.data(), grad_count, p.dtype, ReduceOp::sum);
       }
+      RDMALAB_TRY(eng.mem().read(eng.out(), 0, got.data(), got.size()));
+      for (std::uint64_t i = 0; i < grad_count; ++i) wrong += std::memcmp(want.data() + i * es, got.data() + i * es, es) != 0;
     }
   }
   Step mean;

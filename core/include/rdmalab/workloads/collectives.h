@@ -92,6 +92,12 @@ struct TreeNode {
 };
 TreeNode btree_node(int rank, int ranks, int which);
 
+// Element i of `rank`'s input (of `ranks`) when the result must be checked exactly: small
+// integers chosen so that every partial result, in any order, is exactly representable in `t`
+// (fp16 holds integers up to 2048, bf16 up to 256; integer sums wrap, exactly). `reduction`
+// false: values for collectives that only move data.
+double exact_input(DataType t, ReduceOp op, bool reduction, int ranks, int rank, std::uint64_t i, std::uint64_t seed);
+
 // nccl-tests' bus bandwidth factor for a collective on n ranks.
 double busbw_factor(Collective c, int ranks);
 
