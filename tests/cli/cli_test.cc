@@ -159,7 +159,7 @@ TEST(Cli, CollectiveRunPrintsNcclTestsColumnsAndJson) {
 
 TEST(Cli, TrainingRunPrintsStepComputeAndExposedCommunication) {
   CliRun r = rdmalab("run " + scenario("write-bw-64k.yaml") + " --backend simgrid --set workload.type=train_dp --set fabric.nodes=4 " +
-                     "--set training.model=custom --set 'training.layers=[1000000,3000000]' --set training.batch=32");
+                     "--set training.model=custom --set 'training.layers=[100000,300000]' --set training.batch=32 --set workload.iterations=1");
   ASSERT_EQ(r.status, 0) << r.out;
   for (const char* col : {"step[ms]", "compute[ms]", "comm[ms]", "exposed[ms]", "custom", "dp 4 x tp 1"})
     EXPECT_NE(r.out.find(col), std::string::npos) << col << "\n" << r.out;
