@@ -54,11 +54,6 @@ std::optional<Algorithm> parse_algorithm(const std::string& s) {
   return std::nullopt;
 }
 
-MemoryKind memory_kind_of(const Scenario& sc) {
-  const std::string m = sc.get_string("workload.memory");
-  return m == "cuda" ? MemoryKind::cuda : m == "phantom" ? MemoryKind::phantom : MemoryKind::host;
-}
-
 std::vector<std::uint64_t> requested_sizes(const Scenario& sc) {
   return sc.is_set("workload.sizes") ? sc.get_sizes("workload.sizes") : std::vector<std::uint64_t>{sc.get_size("workload.size")};
 }
@@ -322,12 +317,8 @@ Status check_collective(const Scenario& sc, const Capabilities& caps, int ranks,
     return sc.error("workload.chunk", fmt::format("this backend moves at most {} per message", units::format_size(caps.max_msg_size)));
   if (caps.max_qp_wr && 2 * static_cast<std::uint64_t>(sc.get_int("workload.slots")) + 2 > caps.max_qp_wr)
     return sc.error("workload.slots", fmt::format("this backend allows {} requests per queue: at most {} slots", caps.max_qp_wr, (caps.max_qp_wr - 2) / 2));
-  const MemoryKind kind = memory_kind_of(sc);
-  if (!memory_provider(kind)) return sc.error("workload.memory", fmt::format("no {} memory here: {}", memory_kind_name(kind), memory_unavailable_reason(kind)));
-  if (!caps.memory_kinds.has(kind))
-    return sc.error("workload.memory", fmt::format("this backend cannot register {} memory", memory_kind_name(kind)));
   (void)max_bytes;
-  return Status::ok();
+  return check_memory(sc, caps);
 }
 
 void add(WorkloadRegistry& reg, Collective coll, const char* desc) {

@@ -23,6 +23,20 @@ const char* wc_status_code(WcStatus s) {
 }
 }  // namespace
 
+MemoryKind memory_kind_of(const Scenario& sc) {
+  const std::string m = sc.get_string("workload.memory");
+  return m == "cuda" ? MemoryKind::cuda : m == "phantom" ? MemoryKind::phantom : MemoryKind::host;
+}
+
+Status check_memory(const Scenario& sc, const Capabilities& caps) {
+  const MemoryKind kind = memory_kind_of(sc);
+  if (!memory_provider(kind))
+    return sc.error("workload.memory", fmt::format("no {} memory here: {}", memory_kind_name(kind), memory_unavailable_reason(kind)));
+  if (!caps.memory_kinds.has(kind))
+    return sc.error("workload.memory", fmt::format("this backend cannot register {} memory", memory_kind_name(kind)));
+  return Status::ok();
+}
+
 std::string describe_failed_completion(int rank, const Completion& wc) {
   return fmt::format("rank {}: {} wr_id {:#x} on QP {} completed with '{}' ({})", rank, wc_opcode_name(wc.opcode), wc.wr_id,
                      wc.qp_num, wc_status_str(wc.status), wc_status_code(wc.status));

@@ -45,11 +45,6 @@ struct Params {
   std::uint64_t seed = 1;
 };
 
-MemoryKind memory_kind_of(const Scenario& sc) {
-  const std::string m = sc.get_string("workload.memory");
-  return m == "cuda" ? MemoryKind::cuda : m == "phantom" ? MemoryKind::phantom : MemoryKind::host;
-}
-
 Params read_params(const Scenario& sc, Op op) {
   Params p;
   if (op == Op::atomic)
@@ -678,11 +673,8 @@ Status check_common(const Scenario& sc, const Capabilities& caps, int ranks, Op 
     return sc.error("workload.tx_depth", fmt::format("this backend allows at most {} requests per queue", caps.max_qp_wr));
   if (static_cast<std::uint64_t>(sc.get_int("workload.rx_depth")) > caps.max_qp_wr)
     return sc.error("workload.rx_depth", fmt::format("this backend allows at most {} requests per queue", caps.max_qp_wr));
+  RDMALAB_TRY(check_memory(sc, caps));
   const MemoryKind kind = memory_kind_of(sc);
-  if (!memory_provider(kind))
-    return sc.error("workload.memory", fmt::format("no {} memory here: {}", memory_kind_name(kind), memory_unavailable_reason(kind)));
-  if (!caps.memory_kinds.has(kind))
-    return sc.error("workload.memory", fmt::format("this backend cannot register {} memory", memory_kind_name(kind)));
   if (kind == MemoryKind::cuda && latency && op == Op::write)
     return sc.error("workload.memory", fmt::format("{} sees a message arrive by polling its last byte from the CPU, which cannot read GPU memory "
                                                    "(perftest's write latency test has the same limit): use host memory, or send_lat", name));

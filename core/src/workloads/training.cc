@@ -55,11 +55,6 @@ struct Params {
   std::uint64_t seed = 1;
 };
 
-MemoryKind memory_kind_of(const Scenario& sc) {
-  const std::string m = sc.get_string("workload.memory");
-  return m == "cuda" ? MemoryKind::cuda : m == "phantom" ? MemoryKind::phantom : MemoryKind::host;
-}
-
 Params read_params(const Scenario& sc) {
   Params p;
   p.model = sc.get_string("training.model");
@@ -498,10 +493,7 @@ Status check_training(const Scenario& sc, const Capabilities& caps, int ranks, b
   if (alg != "auto" && alg != "ring" && alg != "tree" && alg != "rhd")
     return sc.error("workload.algorithm", fmt::format("the gradient all-reduce has no algorithm '{}'; allowed: auto, ring, tree, rhd", alg));
   if (sc.is_set("workload.duration")) return sc.error("workload.duration", "training runs a number of steps: give workload.iterations");
-  const MemoryKind kind = memory_kind_of(sc);
-  if (!memory_provider(kind)) return sc.error("workload.memory", fmt::format("no {} memory here: {}", memory_kind_name(kind), memory_unavailable_reason(kind)));
-  if (!caps.memory_kinds.has(kind)) return sc.error("workload.memory", fmt::format("this backend cannot register {} memory", memory_kind_name(kind)));
-  return Status::ok();
+  return check_memory(sc, caps);
 }
 
 }  // namespace

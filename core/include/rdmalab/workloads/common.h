@@ -6,6 +6,7 @@
 #include <string>
 
 #include "rdmalab/backend.h"
+#include "rdmalab/scenario.h"
 #include "rdmalab/transport.h"
 
 namespace rdmalab::workloads {
@@ -17,6 +18,13 @@ Result<std::size_t> wait_ok(RankEnv& env, CompletionQueue& cq, std::span<Complet
 
 // "rank 1: rdma_write wr_id 0x5 on QP 3 completed with 'remote access error' (rem_access_err)"
 std::string describe_failed_completion(int rank, const Completion& wc);
+
+// The scenario's workload.memory as a MemoryKind.
+MemoryKind memory_kind_of(const Scenario& sc);
+
+// workload.memory can be used here: a provider is installed (else why not) and the backend can
+// register that kind. Errors name the key.
+Status check_memory(const Scenario& sc, const Capabilities& caps);
 
 // Seed of the payload pattern a rank sends on one of its QPs.
 inline std::uint64_t stream_seed(std::uint64_t scenario_seed, int rank, int qp) {
