@@ -1,6 +1,8 @@
 #include "common/child_process.h"
 
 #include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -65,10 +67,25 @@ Result<std::pair<pid_t, int>> fork_child(const std::function<ChildOutcome()>& bo
   return std::make_pair(pid, fds[0]);
 }
 
-ChildOutcome collect_child(pid_t pid, int fd, const std::string& who) {
+ChildOutcome collect_child(pid_t pid, int fd, const std::string& who, const std::atomic<bool>* cancel) {
   std::string bytes;
   char buf[65536];
+  bool cancelled = false;
   while (true) {
+    if (cancel) {
+      // Wake up every 100 ms to look at the flag.
+      pollfd p{fd, POLLIN, 0};
+      int pr = ::poll(&p, 1, 100);
+      if (pr < 0 && errno == EINTR) continue;
+      if (pr == 0) {
+        if (cancel->load()) {
+          ::kill(pid, SIGKILL);
+          cancelled = true;
+          break;
+        }
+        continue;
+      }
+    }
     ssize_t k = ::read(fd, buf, sizeof buf);
     if (k < 0 && errno == EINTR) continue;
     if (k <= 0) break;
@@ -93,6 +110,10 @@ ChildOutcome collect_child(pid_t pid, int fd, const std::string& who) {
     return true;
   };
   ChildOutcome out;
+  if (cancelled) {
+    out.status = Status(Errc::cancelled, fmt::format("stopped by the user; {} was killed", who));
+    return out;
+  }
   std::int32_t code = 0;
   std::string msg;
   if (!take(&code, sizeof code) || !take_string(msg) || !take_string(out.state)) {

@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <functional>
 #include <string>
 
@@ -23,6 +24,8 @@ Result<std::pair<pid_t, int>> fork_child(const std::function<ChildOutcome()>& bo
 
 // Reads the child's outcome to the end of the pipe, closes it and reaps the child. A child that
 // died without a report (a signal, a crash) gives an internal error that says so; `who` names it.
-ChildOutcome collect_child(pid_t pid, int fd, const std::string& who);
+// When `cancel` becomes true while waiting, the child is killed (SIGKILL) and the outcome is
+// Errc::cancelled.
+ChildOutcome collect_child(pid_t pid, int fd, const std::string& who, const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace rdmalab

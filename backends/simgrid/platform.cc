@@ -81,6 +81,14 @@ Status check_fabric(const Scenario& sc) {
     }
     std::int64_t n = sc.get_ints("fabric.dragonfly.groups")[0] * sc.get_ints("fabric.dragonfly.chassis")[0] *
                      sc.get_ints("fabric.dragonfly.routers")[0] * sc.get_int("fabric.dragonfly.blades");
+    // SimGrid 3.32 wires the links between groups from router k of a chassis to group k, and
+    // crashes (segmentation fault) when a chassis has fewer routers than there are groups.
+    if (sc.get_ints("fabric.dragonfly.groups")[0] > sc.get_ints("fabric.dragonfly.routers")[0])
+      return sc.error("fabric.dragonfly.groups",
+                      fmt::format("{} groups need at least {} routers per chassis (fabric.dragonfly.routers is [{}, …]): SimGrid "
+                                  "3.32 links router k of each chassis to group k",
+                                  sc.get_ints("fabric.dragonfly.groups")[0], sc.get_ints("fabric.dragonfly.groups")[0],
+                                  sc.get_ints("fabric.dragonfly.routers")[0]));
     if (n != nodes)
       return sc.error("fabric.dragonfly.blades",
                       fmt::format("groups × chassis × routers × blades = {} nodes, but fabric.nodes is {}", n, nodes));

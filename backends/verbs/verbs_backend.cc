@@ -1011,7 +1011,7 @@ class VerbsBackend final : public Backend {
     std::vector<Status> results;
     for (int r = 0; r < spec.ranks; ++r) {
       auto [pid, fd] = children[static_cast<std::size_t>(r)];
-      ChildOutcome out = collect_child(pid, fd, fmt::format("rank {}", r));
+      ChildOutcome out = collect_child(pid, fd, fmt::format("rank {}", r), spec.cancel);
       if (spec.import_state && !out.state.empty()) spec.import_state(out.state);
       results.push_back(out.status);
     }

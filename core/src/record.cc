@@ -2,6 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 namespace rdmalab {
@@ -10,6 +15,38 @@ using json = nlohmann::json;
 
 Status RecordWriter::open(const std::string& path, bool append) {
   path_ = path;
+  if (append) {
+    // A writer that was killed (a stopped run) may have left half a line: drop it, so the lines
+    // added now stay readable.
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
+    if (in) {
+      // Look back from the end, a block at a time, for the last newline.
+      const std::streamoff size = in.tellg();
+      std::streamoff keep = size;
+      char last = '\n';
+      if (size > 0) {
+        in.seekg(size - 1);
+        in.get(last);
+      }
+      if (last != '\n') {
+        keep = 0;
+        std::string block;
+        for (std::streamoff end = size; end > 0 && keep == 0;) {
+          const std::streamoff start = std::max<std::streamoff>(0, end - 65536);
+          block.resize(static_cast<std::size_t>(end - start));
+          in.seekg(start);
+          in.read(block.data(), static_cast<std::streamsize>(block.size()));
+          const auto nl = block.rfind('\n');
+          if (nl != std::string::npos) keep = start + static_cast<std::streamoff>(nl) + 1;
+          end = start;
+        }
+        in.close();
+        std::error_code ec;
+        std::filesystem::resize_file(path, static_cast<std::uintmax_t>(keep), ec);
+        if (ec) return Status(Errc::io, fmt::format("{}: cannot drop the unfinished last line ({})", path, ec.message()));
+      }
+    }
+  }
   out_.open(path, append ? std::ios::app : std::ios::trunc);
   if (!out_) return Status(Errc::io, fmt::format("{}: cannot write the record ({})", path, std::strerror(errno)));
   return Status::ok();
@@ -23,7 +60,11 @@ void RecordWriter::header(const std::string& scenario, const std::string& backen
 
 void RecordWriter::topology(const Topology& t) {
   json nodes = json::array(), links = json::array();
-  for (const auto& n : t.nodes) nodes.push_back({{"name", n.name}, {"kind", n.kind}, {"rank", n.rank}});
+  for (const auto& n : t.nodes) {
+    json jn{{"name", n.name}, {"kind", n.kind}, {"rank", n.rank}, {"tier", n.tier}};
+    if (n.group >= 0) jn["group"] = n.group;
+    nodes.push_back(std::move(jn));
+  }
   for (const auto& l : t.links)
     links.push_back({{"name", l.name}, {"bandwidth_Bps", l.bandwidth_Bps}, {"latency_s", l.latency_s}, {"ends", l.ends}});
   out_ << json{{"type", "topology"}, {"nodes", nodes}, {"links", links}}.dump() << '\n';
@@ -33,6 +74,13 @@ void RecordWriter::sample(const Sample& s) {
   json util = json::array();
   for (const auto& [i, u] : s.link_util) util.push_back({i, u});
   out_ << json{{"type", "sample"}, {"t", s.t}, {"link_util", util}, {"rank_tx_Bps", s.rank_tx_Bps}}.dump() << '\n';
+  // A reader may follow the file while it grows (the dashboard's live view): hand it over to
+  // the OS about ten times a second of wall time, not after every sample.
+  auto now = std::chrono::steady_clock::now();
+  if (now - last_flush_ > std::chrono::milliseconds(100)) {
+    out_.flush();
+    last_flush_ = now;
+  }
 }
 
 void RecordWriter::rows(const std::vector<ResultRow>& rows) {
@@ -49,50 +97,101 @@ Status RecordWriter::close() {
   return Status::ok();
 }
 
-Result<Record> read_record(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status(Errc::io, fmt::format("{}: cannot open the record", path));
-  Record r;
-  std::string line;
-  int lineno = 0;
-  bool header = false;
-  while (std::getline(in, line)) {
-    ++lineno;
-    if (line.empty()) continue;
-    json j = json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("type"))
-      return Status(Errc::invalid_argument, fmt::format("{}:{}: not a record line (expected a JSON object with \"type\")", path, lineno));
-    const std::string type = j["type"].get<std::string>();
-    try {
-      if (type == "header") {
-        if (j.value("format", "") != "rdmalab-record")
-          return Status(Errc::invalid_argument, fmt::format("{}:{}: not an rdmalab record", path, lineno));
-        r.scenario = j.value("scenario", "");
-        r.backend = j.value("backend", "");
-        r.ranks = j.value("ranks", 0);
-        r.interval_s = j.value("interval_s", 0.0);
-        header = true;
-      } else if (type == "topology") {
-        for (const auto& n : j.at("nodes")) r.topology.nodes.push_back({n.at("name"), n.at("kind"), n.value("rank", -1)});
-        for (const auto& l : j.at("links"))
-          r.topology.links.push_back({l.at("name"), l.at("bandwidth_Bps"), l.at("latency_s"), l.value("ends", std::vector<int>{})});
-      } else if (type == "sample") {
-        Sample s;
-        s.t = j.at("t");
-        for (const auto& u : j.at("link_util")) s.link_util.emplace_back(u.at(0).get<int>(), u.at(1).get<double>());
-        s.rank_tx_Bps = j.at("rank_tx_Bps").get<std::vector<double>>();
-        r.samples.push_back(std::move(s));
-      } else if (type == "rows") {
-        r.rows = rows_from_json(j.at("rows").dump());
-      } else if (type == "end") {
-        r.status = j.value("status", "");
+namespace {
+
+// Adds one line of a record to `r`. Errors name the file and line.
+Status apply_line(Record& r, bool& header, const std::string& line, const std::string& path, int lineno) {
+  json j = json::parse(line, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("type") || !j["type"].is_string())
+    return Status(Errc::invalid_argument, fmt::format("{}:{}: not a record line (expected a JSON object with \"type\")", path, lineno));
+  const std::string type = j["type"].get<std::string>();
+  if (!header && type != "header")
+    return Status(Errc::invalid_argument, fmt::format("{}:{}: the first line must be the header: not an rdmalab record", path, lineno));
+  try {
+    if (type == "header") {
+      if (j.value("format", "") != "rdmalab-record")
+        return Status(Errc::invalid_argument, fmt::format("{}:{}: not an rdmalab record", path, lineno));
+      r.scenario = j.value("scenario", "");
+      r.backend = j.value("backend", "");
+      r.ranks = j.value("ranks", 0);
+      r.interval_s = j.value("interval_s", 0.0);
+      header = true;
+    } else if (type == "topology") {
+      r.topology = {};
+      for (const auto& n : j.at("nodes"))
+        r.topology.nodes.push_back({n.at("name"), n.at("kind"), n.value("rank", -1), n.value("tier", 0), n.value("group", -1)});
+      const int nn = static_cast<int>(r.topology.nodes.size());
+      for (const auto& l : j.at("links")) {
+        TopoLink tl{l.at("name"), l.at("bandwidth_Bps"), l.at("latency_s"), l.value("ends", std::vector<int>{})};
+        for (int e : tl.ends)
+          if (e < 0 || e >= nn)
+            return Status(Errc::invalid_argument, fmt::format("{}:{}: link {} ends at node {}, but there are {} nodes", path, lineno, tl.name, e, nn));
+        r.topology.links.push_back(std::move(tl));
       }
-    } catch (const json::exception& e) {
-      return Status(Errc::invalid_argument, fmt::format("{}:{}: malformed {} line: {}", path, lineno, type, e.what()));
+    } else if (type == "sample") {
+      Sample s;
+      s.t = j.at("t");
+      const int nl = static_cast<int>(r.topology.links.size());
+      for (const auto& u : j.at("link_util")) {
+        int i = u.at(0).get<int>();
+        if (i < 0 || i >= nl)
+          return Status(Errc::invalid_argument, fmt::format("{}:{}: sample names link {}, but the topology has {} links", path, lineno, i, nl));
+        s.link_util.emplace_back(i, u.at(1).get<double>());
+      }
+      s.rank_tx_Bps = j.at("rank_tx_Bps").get<std::vector<double>>();
+      r.samples.push_back(std::move(s));
+    } else if (type == "rows") {
+      r.rows = rows_from_json(j.at("rows").dump());
+    } else if (type == "end") {
+      r.status = j.value("status", "");
     }
+  } catch (const json::exception& e) {
+    return Status(Errc::invalid_argument, fmt::format("{}:{}: malformed {} line: {}", path, lineno, type, e.what()));
   }
-  if (!header) return Status(Errc::invalid_argument, fmt::format("{}: no header line: not an rdmalab record", path));
-  return r;
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<int> RecordFollower::poll() {
+  std::ifstream in(path_, std::ios::binary);
+  if (!in) return 0;
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<std::uint64_t>(in.tellg());
+  if (size < offset_) return Status(Errc::invalid_argument, fmt::format("{}: the record got shorter while being read", path_));
+  if (size == offset_) return 0;
+  in.seekg(static_cast<std::streamoff>(offset_));
+  std::string chunk(size - offset_, '\0');
+  in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+  chunk.resize(static_cast<std::size_t>(in.gcount()));
+  offset_ += chunk.size();
+  partial_ += chunk;
+  int lines = 0;
+  std::size_t start = 0;
+  for (std::size_t nl; (nl = partial_.find('\n', start)) != std::string::npos; start = nl + 1) {
+    ++lineno_;
+    std::string line = partial_.substr(start, nl - start);
+    if (line.empty()) continue;
+    Status st = apply_line(rec_, header_, line, path_, lineno_);
+    if (!st) {
+      partial_.erase(0, nl + 1);
+      return st;
+    }
+    ++lines;
+  }
+  partial_.erase(0, start);
+  return lines;
+}
+
+Result<Record> read_record(const std::string& path) {
+  {
+    std::ifstream probe(path);
+    if (!probe) return Status(Errc::io, fmt::format("{}: cannot open the record", path));
+  }
+  RecordFollower f(path);
+  RDMALAB_TRY(f.poll().status());
+  if (!f.has_header()) return Status(Errc::invalid_argument, fmt::format("{}: no header line: not an rdmalab record", path));
+  return f.record();
 }
 
 }  // namespace rdmalab

@@ -81,6 +81,7 @@ RunOutcome run_scenario(const Scenario& sc, Backend& backend, const RunOptions& 
   spec.record_path = record_tmp;
   if (sc.has("record.interval")) spec.record_interval_s = sc.get_time("record.interval");
   spec.progress = options.progress;
+  spec.cancel = options.cancel;
   spec.placement = options.placement;
   spec.export_state = [&] { return rows_to_json(out.rows); };
   // Backends with a process per rank import every rank's state: rows accumulate.
@@ -109,7 +110,7 @@ RunOutcome run_scenario(const Scenario& sc, Backend& backend, const RunOptions& 
     Status rs = writer.open(record_tmp, true);
     if (rs) {
       writer.rows(out.rows);
-      writer.end(out.status ? (out.errors ? "failed" : "ok") : "failed");
+      writer.end(out.status ? (out.errors ? "failed" : "ok") : out.status.code() == Errc::cancelled ? "cancelled" : "failed");
       rs = writer.close();
     }
     if (rs && std::rename(record_tmp.c_str(), options.record_path.c_str()) != 0)

@@ -18,6 +18,7 @@ const char* errc_name(Errc code) noexcept {
     case Errc::data: return "data";
     case Errc::io: return "io";
     case Errc::internal: return "internal";
+    case Errc::cancelled: return "cancelled";
   }
   return "unknown";
 }

@@ -1,6 +1,7 @@
 // A backend runs ranks: it owns the devices, the runtime and the bootstrap each rank sees.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -80,6 +81,10 @@ struct LaunchSpec {
   double record_interval_s = 10e-6;
   // Show progress on stderr (simulated time reached, rate) during long runs.
   bool progress = false;
+  // When not null and set to true by another thread: stop the run as soon as possible and return
+  // Errc::cancelled. Backends that run ranks in child processes (simgrid, verbs) kill them; see
+  // Backend::can_cancel().
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 class Backend {
@@ -103,6 +108,8 @@ class Backend {
   virtual Result<std::vector<DeviceInfo>> devices() const { return std::vector<DeviceInfo>{}; }
   // Whether launch() can write a record (LaunchSpec::record_path).
   virtual bool can_record() const { return false; }
+  // Whether launch() honours LaunchSpec::cancel.
+  virtual bool can_cancel() const { return false; }
   // True when this process hosts all ranks (loopback, simgrid): results of every rank are local.
   virtual bool hosts_all_ranks() const { return true; }
 };

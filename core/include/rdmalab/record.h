@@ -3,6 +3,7 @@
 // object per line, documented in docs/record.md. The dashboard replays these files.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <fstream>
 #include <string>
@@ -18,6 +19,8 @@ struct TopoNode {
   std::string name;
   std::string kind;  // host | switch
   int rank = -1;     // for hosts
+  int tier = 0;      // 0 for hosts; switches: 1 for those next to hosts (leaves, routers), then up
+  int group = -1;    // a dragonfly router's group; -1 when the topology has none
 };
 
 struct TopoLink {
@@ -63,9 +66,32 @@ class RecordWriter {
  private:
   std::ofstream out_;
   std::string path_;
+  std::chrono::steady_clock::time_point last_flush_{};
 };
 
 // Reads a whole record. Errors: io, invalid_argument (with the line number).
 Result<Record> read_record(const std::string& path);
+
+// Follows a record while it is being written (the dashboard's live view): each poll() reads the
+// complete lines appended since the previous poll and adds them to record(). A file that does
+// not exist yet is not an error (the run has not started writing). Not thread-safe.
+class RecordFollower {
+ public:
+  explicit RecordFollower(std::string path) : path_(std::move(path)) {}
+  // Returns the number of lines read. Errors: invalid_argument for a malformed line (with its
+  // number); the lines before it stay in record().
+  Result<int> poll();
+  const Record& record() const { return rec_; }
+  bool has_header() const { return header_; }
+  void set_path(std::string path) { path_ = std::move(path); }
+
+ private:
+  std::string path_;
+  std::uint64_t offset_ = 0;
+  std::string partial_;
+  int lineno_ = 0;
+  bool header_ = false;
+  Record rec_;
+};
 
 }  // namespace rdmalab

@@ -1,6 +1,7 @@
 // Running a scenario: the glue between a parsed scenario, a backend and a workload.
 #pragma once
 
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,9 @@ struct RunOptions {
   std::string record_path;  // --record FILE: topology, samples, then rows (docs/record.md)
   bool progress = false;    // progress on stderr for long runs
   Placement placement;      // this process's rank in a multi-process run (verbs)
+  // Set to true from another thread to stop the run (backends whose can_cancel() is true);
+  // the outcome is then Errc::cancelled and a record in progress ends with status "cancelled".
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 // Runs the workload on the backend. Blocking.

@@ -27,6 +27,7 @@ enum class Errc {
   data,              // payload verification found wrong bytes
   io,                // a file or socket could not be read or written
   internal,          // a bug in rdmalab: report it
+  cancelled,         // the user stopped the run (dashboard Stop)
 };
 
 const char* errc_name(Errc code) noexcept;

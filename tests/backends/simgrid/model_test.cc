@@ -12,7 +12,10 @@
 #include "rdmalab/record.h"
 #include "rdmalab/run.h"
 
+#include <atomic>
+#include <chrono>
 #include <fstream>
+#include <thread>
 
 namespace rdmalab {
 namespace {
@@ -214,6 +217,10 @@ TEST_F(SimgridModel, BadTopologyParametersAreRefusedWithTheKey) {
   EXPECT_NE(check({"fabric.topology=torus", "fabric.torus.dims=[2,2,2]"}).find("2 × 2 × 2 = 8 nodes, but fabric.nodes is 16"),
             std::string::npos);
   EXPECT_NE(check({"fabric.topology=dragonfly", "fabric.dragonfly.groups=[2]"}).find("[count, links]"), std::string::npos);
+  EXPECT_NE(check({"fabric.topology=dragonfly", "fabric.dragonfly.groups=[4,1]", "fabric.dragonfly.chassis=[2,1]",
+                   "fabric.dragonfly.routers=[2,1]", "fabric.dragonfly.blades=1"})
+                .find("fabric.dragonfly.groups: 4 groups need at least 4 routers per chassis"),
+            std::string::npos);
 }
 
 }  // namespace
@@ -254,6 +261,114 @@ TEST_F(SimgridModel, RecordHoldsTopologySamplesAndRows) {
   double sent = 0;
   for (const auto& s : rec->samples) sent += s.rank_tx_Bps[0] * rec->interval_s;
   EXPECT_NEAR(sent / (50.0 * (1 << 20)), 1.0, 0.05) << "the samples add up to what rank 0 sent";
+}
+
+// Every link of every cluster zone gets its two ends, and switches their tier, so the dashboard
+// can draw the cluster (the ends are read back from SimGrid's link names: a SimGrid upgrade that
+// renames them fails here).
+TEST_F(SimgridModel, RecordedTopologyHasEveryLinksEndsOnEveryZone) {
+  struct Case {
+    const char* name;
+    std::vector<std::string> sets;
+    int hosts, switches, max_tier;
+  };
+  const std::vector<Case> cases = {
+      {"star", {"fabric.topology=star", "fabric.nodes=4"}, 4, 1, 1},
+      {"full", {"fabric.topology=full", "fabric.nodes=4"}, 4, 0, 0},
+      {"fat_tree 2:1", {"fabric.topology=fat_tree", "fabric.nodes=16", "fabric.fat_tree.levels=2", "fabric.fat_tree.down=[4,4]",
+                        "fabric.fat_tree.up=[1,2]"}, 16, 6, 2},
+      {"fat_tree 3 levels", {"fabric.topology=fat_tree", "fabric.nodes=8", "fabric.fat_tree.levels=3", "fabric.fat_tree.down=[2,2,2]",
+                             "fabric.fat_tree.up=[1,2,2]"}, 8, 4 + 4 + 4, 3},
+      {"torus", {"fabric.topology=torus", "fabric.nodes=12", "fabric.torus.dims=[3,4]"}, 12, 0, 0},
+      {"dragonfly", {"fabric.topology=dragonfly", "fabric.nodes=36", "fabric.dragonfly.groups=[3,1]", "fabric.dragonfly.chassis=[2,1]",
+                     "fabric.dragonfly.routers=[3,2]", "fabric.dragonfly.blades=2"}, 36, 18, 1},
+  };
+  auto backend = all_backends().make("simgrid");
+  for (const auto& c : cases) {
+    std::vector<std::string> sets = c.sets;
+    for (const char* s : {"workload.size=4KiB", "workload.iterations=2", "record.interval=1us"}) sets.emplace_back(s);
+    Scenario sc = scenario(kStar, sets);
+    const std::string path = ::testing::TempDir() + "/rdmalab-topology-test.jsonl";
+    RunOptions opt;
+    opt.record_path = path;
+    RunOutcome out = run_scenario(sc, **backend, opt);
+    ASSERT_TRUE(out.status.is_ok()) << c.name << ": " << out.status.to_string();
+    auto rec = read_record(path);
+    ASSERT_TRUE(rec.is_ok()) << rec.status().message();
+    int hosts = 0, switches = 0, max_tier = 0;
+    for (const auto& node : rec->topology.nodes) {
+      (node.kind == "host" ? hosts : switches)++;
+      max_tier = std::max(max_tier, node.tier);
+      if (node.kind == "host") EXPECT_EQ(node.tier, 0);
+    }
+    EXPECT_EQ(hosts, c.hosts) << c.name;
+    EXPECT_EQ(switches, c.switches) << c.name;
+    EXPECT_EQ(max_tier, c.max_tier) << c.name;
+    std::vector<int> degree(rec->topology.nodes.size(), 0);
+    for (const auto& l : rec->topology.links) {
+      ASSERT_EQ(l.ends.size(), 2u) << c.name << ": " << l.name;
+      EXPECT_NE(l.ends[0], l.ends[1]) << c.name << ": " << l.name;
+      ++degree[static_cast<std::size_t>(l.ends[0])];
+    }
+    for (std::size_t i = 0; i < degree.size(); ++i) EXPECT_GT(degree[i], 0) << c.name << ": " << rec->topology.nodes[i].name << " has no link";
+  }
+}
+
+// A stopped run kills the simulation process, says so, and ends its record as "cancelled".
+TEST_F(SimgridModel, CancelStopsARunAndEndsItsRecord) {
+  Scenario sc = scenario(kStar, {"fabric.nodes=2", "workload.size=1MiB", "workload.iterations=1000000"});
+  auto backend = all_backends().make("simgrid");
+  ASSERT_TRUE((*backend)->can_cancel());
+  std::atomic<bool> cancel{false};
+  const std::string path = ::testing::TempDir() + "/rdmalab-cancel-test.jsonl";
+  RunOptions opt;
+  opt.record_path = path;
+  opt.cancel = &cancel;
+  std::thread stopper([&] {
+    // Stop once the run has written samples: the follower sees them while the file grows.
+    RecordFollower f(path + ".tmp");
+    for (int i = 0; i < 600 && f.record().samples.size() < 10; ++i) {
+      auto got = f.poll();
+      ASSERT_TRUE(got.is_ok()) << got.status().message();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    EXPECT_GE(f.record().samples.size(), 10u) << "the live record grows while the run goes";
+    cancel = true;
+  });
+  RunOutcome out = run_scenario(sc, **backend, opt);
+  stopper.join();
+  EXPECT_EQ(out.status.code(), Errc::cancelled) << out.status.to_string();
+  auto rec = read_record(path);
+  ASSERT_TRUE(rec.is_ok()) << rec.status().message();
+  EXPECT_EQ(rec->status, "cancelled");
+  EXPECT_FALSE(rec->samples.empty());
+}
+
+TEST(Record, FollowerReadsOnlyCompleteLines) {
+  const std::string path = ::testing::TempDir() + "/rdmalab-follow-test.jsonl";
+  std::ofstream out(path);
+  RecordFollower f(path + ".missing");
+  auto none = f.poll();
+  ASSERT_TRUE(none.is_ok());
+  EXPECT_EQ(*none, 0) << "a record not written yet is not an error";
+  f.set_path(path);
+  out << "{\"type\":\"header\",\"format\":\"rdmalab-record\",\"version\":1,\"ranks\":2}\n"
+      << "{\"type\":\"topology\",\"nodes\":[{\"name\":\"a\",\"kind\":\"host\",\"rank\":0},{\"name\":\"s\",\"kind\":\"switch\",\"tier\":1}],"
+      << "\"links\":[{\"name\":\"l\",\"bandwidth_Bps\":1e9,\"latency_s\":1e-6,\"ends\":[0,1]}]}\n"
+      << "{\"type\":\"sample\",\"t\":1e-5,\"link_util\":[[0,0.5]],";
+  out.flush();
+  auto got = f.poll();
+  ASSERT_TRUE(got.is_ok()) << got.status().message();
+  EXPECT_EQ(*got, 2);
+  EXPECT_TRUE(f.has_header());
+  EXPECT_EQ(f.record().topology.nodes[1].tier, 1);
+  EXPECT_TRUE(f.record().samples.empty()) << "half a line is not read";
+  out << "\"rank_tx_Bps\":[1,2]}\n{\"type\":\"sample\",\"t\":2e-5,\"link_util\":[[7,0.5]],\"rank_tx_Bps\":[1,2]}\n";
+  out.flush();
+  got = f.poll();
+  ASSERT_FALSE(got.is_ok()) << "link 7 does not exist";
+  EXPECT_NE(got.status().message().find(":4: sample names link 7, but the topology has 1 links"), std::string::npos) << got.status().message();
+  EXPECT_EQ(f.record().samples.size(), 1u) << "the good lines before the bad one are kept";
 }
 
 TEST(Record, ReadingABadFileSaysWhereAndWhy) {
