@@ -194,4 +194,27 @@ Result<Record> read_record(const std::string& path) {
   return f.record();
 }
 
+Result<std::vector<ResultRow>> read_rows(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status(Errc::io, fmt::format("{}: cannot open", path));
+  std::string first;
+  std::getline(in, first);
+  json j = json::parse(first, nullptr, false);
+  if (!j.is_discarded() && j.is_object() && j.value("type", "") == "header") {
+    RDMALAB_ASSIGN(Record rec, read_record(path));
+    return rec.rows;
+  }
+  in.clear();
+  in.seekg(0);
+  json whole = json::parse(in, nullptr, false);
+  if (whole.is_discarded() || !whole.is_object() || !whole.contains("results") || !whole["results"].is_array())
+    return Status(Errc::invalid_argument,
+                  fmt::format("{}: neither a record (rdmalab run --record) nor results (rdmalab run --json): no \"results\" array", path));
+  try {
+    return rows_from_json(whole["results"].dump());
+  } catch (const json::exception& e) {
+    return Status(Errc::invalid_argument, fmt::format("{}: malformed rows: {}", path, e.what()));
+  }
+}
+
 }  // namespace rdmalab

@@ -27,6 +27,12 @@ LatencyStats latency_stats(std::vector<double>& s) {
   st.stdev_us = std::sqrt(var / static_cast<double>(s.size()));
   st.p99_us = pct(0.99);
   st.p999_us = pct(0.999);
+  st.histogram.assign(LatencyStats::kHistogramBins, 0);
+  const double width = (st.p999_us - st.min_us) / LatencyStats::kHistogramBins;
+  for (double v : s) {
+    int bin = width > 0 ? static_cast<int>((v - st.min_us) / width) : 0;
+    ++st.histogram[static_cast<std::size_t>(std::clamp(bin, 0, LatencyStats::kHistogramBins - 1))];
+  }
   return st;
 }
 
@@ -64,7 +70,8 @@ std::vector<ResultRow> rows_from_json(const std::string& text) {
     if (o.contains("lat_us")) {
       const auto& l = o["lat_us"];
       r.lat = LatencyStats{l.value("min", 0.0), l.value("max", 0.0), l.value("typical", 0.0), l.value("avg", 0.0),
-                           l.value("stdev", 0.0), l.value("p99", 0.0), l.value("p999", 0.0)};
+                           l.value("stdev", 0.0), l.value("p99", 0.0), l.value("p999", 0.0), {}};
+      r.lat->histogram = l.value("histogram", std::vector<std::uint64_t>{});
     }
     if (o.contains("_extra")) r.extra = o["_extra"].get<std::map<std::string, double>>();
     if (o.contains("_notes")) r.notes = o["_notes"].get<std::map<std::string, std::string>>();
@@ -109,6 +116,7 @@ nlohmann::ordered_json row_json(const ResultRow& r) {
   if (r.lat) {
     o["lat_us"] = {{"min", r.lat->min_us},     {"typical", r.lat->typical_us}, {"avg", r.lat->avg_us}, {"stdev", r.lat->stdev_us},
                    {"p99", r.lat->p99_us},     {"p999", r.lat->p999_us},       {"max", r.lat->max_us}};
+    if (!r.lat->histogram.empty()) o["lat_us"]["histogram"] = r.lat->histogram;
   }
   o["errors"] = r.errors;
   return o;

@@ -252,22 +252,26 @@ class Parser {
     if (out_.values.count(spec.key) && out_.values[spec.key].explicit_ && loc.file == file_)
       return located(loc, spec.key, "given twice");
     Result<Value> v = Status(Errc::internal, "unset");
+    std::string text;
     if (node.IsNull()) {
       return located(loc, spec.key, fmt::format("has no value (expected {})", value_type_name(spec.type)));
     } else if (node.IsScalar()) {
       v = parse_value(spec, node.Scalar());
+      text = node.Scalar();
     } else if (node.IsSequence()) {
       std::vector<std::string> items;
       for (const auto& item : node) {
         if (!item.IsScalar()) return located(loc_of(item), spec.key, "list items must be plain values");
         items.push_back(item.Scalar());
+        text += (text.empty() ? "[" : ", ") + item.Scalar();
       }
+      text = text.empty() ? "[]" : text + "]";
       v = parse_scalar_list(spec, items);
     } else {
       return located(loc, spec.key, fmt::format("expected {}, not a mapping", value_type_name(spec.type)));
     }
     if (!v) return located(loc, spec.key, v.status().message());
-    out_.values[spec.key] = Entry{std::move(v).value(), loc, true};
+    out_.values[spec.key] = Entry{std::move(v).value(), loc, true, std::move(text)};
     return Status::ok();
   }
 
@@ -361,7 +365,7 @@ Result<Scenario> parse_scenario(const std::string& text, const std::string& file
     if (sc.values.count(key) || spec.default_value.empty()) continue;
     auto v = parse_value(spec, spec.default_value);
     if (!v) return Status(Errc::internal, fmt::format("default of {} does not parse: {}", key, v.status().message()));
-    sc.values[key] = Entry{std::move(v).value(), SourceLoc{"default", 0, 0}, false};
+    sc.values[key] = Entry{std::move(v).value(), SourceLoc{"default", 0, 0}, false, spec.default_value};
   }
   return sc;
 }

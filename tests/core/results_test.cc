@@ -37,7 +37,7 @@ TEST(Results, JsonCarriesTheDocumentedFields) {
   bw.bw_gbps = 90;
   ResultRow lat = bw;
   lat.workload = "write_lat";
-  lat.lat = LatencyStats{1, 9, 2, 3, 0.5, 8, 9};
+  lat.lat = LatencyStats{1, 9, 2, 3, 0.5, 8, 9, {}};
   auto j = nlohmann::json::parse(results_to_json(info, {bw, lat}));
   EXPECT_EQ(j["backend"], "loopback");
   EXPECT_EQ(j["seed"], 7);

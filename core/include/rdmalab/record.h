@@ -72,6 +72,10 @@ class RecordWriter {
 // Reads a whole record. Errors: io, invalid_argument (with the line number).
 Result<Record> read_record(const std::string& path);
 
+// The result rows of a finished run, from either a record (`--record`) or a results file
+// (`--json`, docs/results.md). Errors: io, invalid_argument saying which it expected.
+Result<std::vector<ResultRow>> read_rows(const std::string& path);
+
 // Follows a record while it is being written (the dashboard's live view): each poll() reads the
 // complete lines appended since the previous poll and adds them to record(). A file that does
 // not exist yet is not an error (the run has not started writing). Not thread-safe.

@@ -12,6 +12,10 @@ namespace rdmalab {
 
 struct LatencyStats {
   double min_us = 0, max_us = 0, typical_us = 0, avg_us = 0, stdev_us = 0, p99_us = 0, p999_us = 0;
+  // Histogram of the samples: kHistogramBins equal bins from min_us to p999_us (samples above
+  // p999_us count in the last bin). Empty when the row came from a file without one.
+  static constexpr int kHistogramBins = 40;
+  std::vector<std::uint64_t> histogram;
 };
 
 // Computes perftest's latency statistics from samples in microseconds (sorted in place).

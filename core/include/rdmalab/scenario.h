@@ -90,6 +90,7 @@ struct Entry {
   Value value;
   SourceLoc loc;
   bool explicit_ = false;  // written in the file or by --set (not a default)
+  std::string text;        // as written ("64KiB", "[1, 2]"), or the default's text: for forms
 };
 
 struct Scenario {

@@ -1,0 +1,270 @@
+#include "charts.h"
+
+#include <QVBoxLayout>
+#include <QtCharts/QBarCategoryAxis>
+#include <QtCharts/QBarSeries>
+#include <QtCharts/QBarSet>
+#include <QtCharts/QChart>
+#include <QtCharts/QChartView>
+#include <QtCharts/QLineSeries>
+#include <QtCharts/QLogValueAxis>
+#include <QtCharts/QValueAxis>
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "rdmalab/result_table.h"
+#include "run_data.h"
+
+namespace rdmalab::gui {
+
+namespace {
+
+QChartView* make_view(QWidget* parent, QChart* chart) {
+  auto* view = new QChartView(chart, parent);
+  view->setRenderHint(QPainter::Antialiasing);
+  auto* layout = new QVBoxLayout(parent);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(view);
+  chart->legend()->setAlignment(Qt::AlignBottom);
+  return view;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+struct ThroughputChart::Impl {
+  RunData* data = nullptr;
+  QChart* chart = nullptr;
+  QValueAxis* x = nullptr;
+  QValueAxis* y = nullptr;
+  QLineSeries* aggregate = nullptr;
+  QLineSeries* line_rate = nullptr;
+  QLineSeries* cursor = nullptr;
+  std::vector<QLineSeries*> extra;
+  std::vector<int> ranks, links;
+};
+
+ThroughputChart::ThroughputChart(RunData* run_data, QWidget* parent) : QWidget(parent), d_(std::make_unique<Impl>()) {
+  d_->data = run_data;
+  d_->chart = new QChart();
+  d_->chart->setTitle(tr("Throughput"));
+  d_->x = new QValueAxis();
+  d_->x->setTitleText(tr("time [us]"));
+  d_->y = new QValueAxis();
+  d_->y->setTitleText(tr("Gb/s"));
+  d_->chart->addAxis(d_->x, Qt::AlignBottom);
+  d_->chart->addAxis(d_->y, Qt::AlignLeft);
+  auto add = [this](const QString& name, QPen pen) {
+    auto* s = new QLineSeries();
+    s->setName(name);
+    s->setPen(pen);
+    d_->chart->addSeries(s);
+    s->attachAxis(d_->x);
+    s->attachAxis(d_->y);
+    return s;
+  };
+  d_->aggregate = add(tr("all ranks"), QPen(QColor(20, 90, 200), 2));
+  QPen dashed(QColor(200, 40, 40), 1.5, Qt::DashLine);
+  d_->line_rate = add(tr("line rate (all hosts' links)"), dashed);
+  d_->cursor = add(tr("cursor"), QPen(QColor(120, 120, 120), 1, Qt::DotLine));
+  make_view(this, d_->chart);
+  connect(run_data, &RunData::samplesChanged, this, &ThroughputChart::refresh);
+  connect(run_data, &RunData::topologyChanged, this, &ThroughputChart::refresh);
+  connect(run_data, &RunData::cursorChanged, this, [this](int c) {
+    const auto& s = d_->data->record().samples;
+    if (c < 0 || c >= static_cast<int>(s.size())) {
+      d_->cursor->clear();
+      return;
+    }
+    const double t = s[static_cast<std::size_t>(c)].t * 1e6;
+    d_->cursor->replace(QList<QPointF>{{t, d_->y->min()}, {t, d_->y->max()}});
+  });
+}
+
+ThroughputChart::~ThroughputChart() = default;
+
+void ThroughputChart::setSelectedRanks(std::vector<int> ranks) {
+  d_->ranks = std::move(ranks);
+  refresh();
+}
+void ThroughputChart::setSelectedLinks(std::vector<int> links) {
+  d_->links = std::move(links);
+  refresh();
+}
+
+void ThroughputChart::refresh() {
+  const Record& rec = d_->data->record();
+  for (auto* s : d_->extra) {
+    d_->chart->removeSeries(s);
+    delete s;
+  }
+  d_->extra.clear();
+  // Long runs have many samples: draw at most about 2000 points per series (each the mean of
+  // the samples it stands for), which keeps a redraw well under a frame.
+  const std::size_t n = rec.samples.size();
+  const std::size_t stride = std::max<std::size_t>(1, n / 2000);
+  auto series_of = [&](auto value) {
+    QList<QPointF> pts;
+    pts.reserve(static_cast<qsizetype>(n / stride + 1));
+    for (std::size_t i = 0; i < n; i += stride) {
+      double sum = 0;
+      std::size_t k = 0;
+      for (; k < stride && i + k < n; ++k) sum += value(i + k);
+      pts.append({rec.samples[i + k - 1].t * 1e6, sum / static_cast<double>(k)});
+    }
+    return pts;
+  };
+  double ymax = 1;
+  auto track = [&](const QList<QPointF>& pts) {
+    for (const auto& p : pts) ymax = std::max(ymax, p.y());
+  };
+  QList<QPointF> agg = series_of([&](std::size_t i) { return d_->data->aggregateTx(static_cast<int>(i)) * 8 / 1e9; });
+  track(agg);
+  d_->aggregate->replace(agg);
+  const double t0 = n ? rec.samples.front().t * 1e6 : 0, t1 = n ? rec.samples.back().t * 1e6 : 1;
+  const double rate = d_->data->lineRate() * 8 / 1e9;
+  if (rate > 0) {
+    d_->line_rate->replace(QList<QPointF>{{t0, rate}, {t1, rate}});
+    ymax = std::max(ymax, rate);
+  } else {
+    d_->line_rate->clear();
+  }
+  auto add = [&](const QString& name, QList<QPointF> pts) {
+    auto* s = new QLineSeries();
+    s->setName(name);
+    s->replace(pts);
+    d_->chart->addSeries(s);
+    s->attachAxis(d_->x);
+    s->attachAxis(d_->y);
+    d_->extra.push_back(s);
+    track(pts);
+  };
+  for (int r : d_->ranks) {
+    if (r < 0 || r >= rec.ranks) continue;
+    add(tr("rank %1").arg(r), series_of([&](std::size_t i) {
+          const auto& tx = rec.samples[i].rank_tx_Bps;
+          return static_cast<std::size_t>(r) < tx.size() ? tx[static_cast<std::size_t>(r)] * 8 / 1e9 : 0.0;
+        }));
+  }
+  for (int l : d_->links) {
+    if (l < 0 || l >= static_cast<int>(rec.topology.links.size())) continue;
+    const double bw = rec.topology.links[static_cast<std::size_t>(l)].bandwidth_Bps * 8 / 1e9;
+    add(QString::fromStdString(rec.topology.links[static_cast<std::size_t>(l)].name), series_of([&](std::size_t i) {
+          for (auto [k, u] : rec.samples[i].link_util)
+            if (k == l) return u * bw;
+          return 0.0;
+        }));
+  }
+  d_->x->setRange(t0, std::max(t1, t0 + 1e-3));
+  d_->y->setRange(0, ymax * 1.1);
+  const int c = d_->data->cursor();
+  if (c >= 0 && c < static_cast<int>(n)) {
+    const double t = rec.samples[static_cast<std::size_t>(c)].t * 1e6;
+    d_->cursor->replace(QList<QPointF>{{t, 0}, {t, ymax * 1.1}});
+  } else {
+    d_->cursor->clear();
+  }
+}
+
+int ThroughputChart::seriesCount() const { return static_cast<int>(d_->chart->series().size()); }
+int ThroughputChart::aggregatePoints() const { return static_cast<int>(d_->aggregate->count()); }
+
+// ---------------------------------------------------------------------------------------------
+struct ResultChart::Impl {
+  QChartView* view = nullptr;
+};
+
+ResultChart::ResultChart(QWidget* parent) : QWidget(parent), d_(std::make_unique<Impl>()) {
+  d_->view = make_view(this, new QChart());
+}
+
+ResultChart::~ResultChart() = default;
+
+void ResultChart::setRows(const std::vector<ResultRow>& rows) {
+  auto* chart = new QChart();
+  chart->legend()->setAlignment(Qt::AlignBottom);
+  const std::string kind = rows.empty() ? std::string() : result_kind(rows.front());
+  if (kind == "latency") {
+    // The histogram of the first size's samples (perftest latency runs are usually one size).
+    const ResultRow* r = nullptr;
+    for (const auto& row : rows)
+      if (row.lat && !row.lat->histogram.empty()) {
+        r = &row;
+        break;
+      }
+    chart->setTitle(r ? tr("Latency histogram, %1 B (%2 iterations)").arg(r->bytes).arg(r->iterations) : tr("Latency: no histogram in these rows"));
+    if (r) {
+      auto* set = new QBarSet(tr("samples"));
+      QStringList cats;
+      const auto& h = r->lat->histogram;
+      const double w = (r->lat->p999_us - r->lat->min_us) / static_cast<double>(h.size());
+      for (std::size_t i = 0; i < h.size(); ++i) {
+        *set << static_cast<double>(h[i]);
+        cats << QString::number(r->lat->min_us + w * (static_cast<double>(i) + 0.5), 'f', 2);
+      }
+      auto* series = new QBarSeries();
+      series->append(set);
+      series->setBarWidth(1.0);
+      chart->addSeries(series);
+      auto* x = new QBarCategoryAxis();
+      x->append(cats);
+      x->setTitleText(tr("latency [us] (bin centre)"));
+      x->setLabelsAngle(-90);
+      auto* y = new QValueAxis();
+      y->setTitleText(tr("samples"));
+      chart->addAxis(x, Qt::AlignBottom);
+      chart->addAxis(y, Qt::AlignLeft);
+      series->attachAxis(x);
+      series->attachAxis(y);
+      chart->legend()->hide();
+    }
+  } else if (kind == "collective" || kind == "bandwidth") {
+    chart->setTitle(kind == "collective" ? tr("busbw per size") : tr("Bandwidth per size"));
+    auto* x = new QLogValueAxis();
+    x->setBase(2);
+    x->setLabelFormat("%g");
+    x->setTitleText(tr("bytes"));
+    auto* y = new QValueAxis();
+    y->setTitleText(kind == "collective" ? tr("busbw [GB/s]") : tr("BW average [Gb/s]"));
+    chart->addAxis(x, Qt::AlignBottom);
+    chart->addAxis(y, Qt::AlignLeft);
+    std::map<QString, QLineSeries*> by_name;
+    double ymax = 1, xmin = 1e30, xmax = 1;
+    for (const auto& r : rows) {
+      if (result_kind(r) != kind || r.bytes == 0) continue;
+      QString name = QString::fromStdString(r.workload);
+      double v = r.bw_gbps;
+      if (kind == "collective") {
+        auto p = r.notes.find("placement");
+        if (p != r.notes.end()) name += " " + QString::fromStdString(p->second);
+        v = r.extra.at("busbw_gbps");
+      }
+      auto& s = by_name[name];
+      if (!s) {
+        s = new QLineSeries();
+        s->setName(name);
+        s->setPointsVisible(true);
+        chart->addSeries(s);
+        s->attachAxis(x);
+        s->attachAxis(y);
+      }
+      s->append(static_cast<double>(r.bytes), v);
+      ymax = std::max(ymax, v);
+      xmin = std::min(xmin, static_cast<double>(r.bytes));
+      xmax = std::max(xmax, static_cast<double>(r.bytes));
+    }
+    x->setRange(xmin / 2, xmax * 2);
+    y->setRange(0, ymax * 1.15);
+  } else {
+    chart->setTitle(rows.empty() ? tr("No results yet") : tr("Training step: see the table"));
+  }
+  QChart* old = d_->view->chart();
+  d_->view->setChart(chart);
+  delete old;
+}
+
+QString ResultChart::title() const { return d_->view->chart()->title(); }
+int ResultChart::seriesCount() const { return static_cast<int>(d_->view->chart()->series().size()); }
+
+}  // namespace rdmalab::gui

@@ -1,0 +1,279 @@
+// The dashboard under QtTest (QT_QPA_PLATFORM=offscreen): real windows, real runs through core on
+// the simgrid and loopback backends, real records.
+#include <QFile>
+#include <QImage>
+#include <QSignalSpy>
+#include <QSlider>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <random>
+
+#include "backends.h"
+#include "charts.h"
+#include "main_window.h"
+#include "models.h"
+#include "rdmalab/record.h"
+#include "rdmalab/run.h"
+#include "run_data.h"
+#include "run_panel.h"
+#include "topology_scene.h"
+
+using namespace rdmalab;
+using namespace rdmalab::gui;
+
+namespace {
+
+const QString kSource = QStringLiteral(RDMALAB_SOURCE_DIR);
+
+// Runs a scenario on simgrid with a record, the way `rdmalab run --record` does.
+QString record_run(const QString& dir, const QString& name, const std::string& scenario, const std::vector<std::string>& sets) {
+  auto sc = load_scenario((kSource + "/" + QString::fromStdString(scenario)).toStdString(), sets, full_schema(all_backends()));
+  if (!sc) qFatal("%s", sc.status().message().c_str());
+  auto backend = all_backends().make("simgrid");
+  RunOptions opt;
+  opt.record_path = (dir + "/" + name).toStdString();
+  RunOutcome out = run_scenario(*sc, **backend, opt);
+  if (!out.status) qFatal("%s", out.status.message().c_str());
+  return dir + "/" + name;
+}
+
+int column_of(const QAbstractItemModel* m, const QString& heading) {
+  for (int c = 0; c < m->columnCount(); ++c)
+    if (m->headerData(c, Qt::Horizontal).toString() == heading) return c;
+  return -1;
+}
+
+}  // namespace
+
+class DashboardTest : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase() { QVERIFY(dir_.isValid()); }
+
+  // A recorded run loads into the models: the topology, the links with utilisation at the
+  // cursor, and the result rows; scrubbing moves the utilisation and the peaks.
+  void replayFillsTheModels() {
+    const QString rec = record_run(dir_.path(), "ft.jsonl", "scenarios/fat-tree-2to1.yaml", {"workload.iterations=20", "record.interval=20us"});
+    MainWindow w(all_backends());
+    QCOMPARE(w.openRecord(rec), QString());
+    const Record& r = w.data()->record();
+    QCOMPARE(r.ranks, 16);
+    QCOMPARE(static_cast<int>(r.topology.nodes.size()), 16 + 4 + 2);
+    QCOMPARE(w.linkModel()->rowCount(), static_cast<int>(r.topology.links.size()));
+    QCOMPARE(w.topologyScene()->drawnNodes(), 22);
+    QCOMPARE(w.topologyScene()->drawnLinks(), 16 + 8);  // each pair of directions drawn once
+    QVERIFY(w.data()->sampleCount() > 50);
+    QCOMPARE(w.resultsModel()->rowCount(), 1);
+    QCOMPARE(w.resultsModel()->data(w.resultsModel()->index(0, column_of(w.resultsModel(), "#iterations"))).toString(), QString("20"));
+    // Mid-run every flow crosses the 2:1 spine: each host uplink runs at half its rate.
+    w.timeline()->setValue(w.data()->sampleCount() / 2);
+    QCOMPARE(w.data()->cursor(), w.data()->sampleCount() / 2);
+    double host_up = -1;
+    for (std::size_t i = 0; i < r.topology.links.size(); ++i)
+      if (r.topology.links[i].name == "link_from_0_31_0_UP") host_up = w.data()->linkUtil()[i];
+    QVERIFY2(std::abs(host_up - 0.5) < 1e-6, qPrintable(QString::number(host_up)));
+    QCOMPARE(w.linkModel()->data(w.linkModel()->index(0, LinkTableModel::Now), Qt::UserRole).toDouble(), w.data()->linkUtil()[0]);
+    // The drawn link takes the colour of its busiest member.
+    const int drawn = w.topologyScene()->drawnLinkOf(0);
+    QVERIFY(drawn >= 0);
+    // Scrub to the start: nothing has happened yet, the peaks are back to zero.
+    w.timeline()->setValue(0);
+    double peak = 0;
+    for (double p : w.data()->linkPeak()) peak = std::max(peak, p);
+    QVERIFY(peak <= 1.0 + 1e-9);
+    QVERIFY(w.throughputChart()->aggregatePoints() > 50);
+    QCOMPARE(w.resultChart()->title(), QString("Bandwidth per size"));
+    // Selecting a host highlights its links and adds its rank to the chart.
+    const int before = w.throughputChart()->seriesCount();
+    w.topologyScene()->selectNode(0);
+    QCOMPARE(w.throughputChart()->seriesCount(), before + 1);
+    QCOMPARE(w.topologyScene()->linkColour(w.topologyScene()->drawnLinkOf(0)), QColor(30, 90, 255));
+    // Hovering a node or a link describes it from the data.
+    TopologyScene* sc = w.topologyScene();
+    const QString node_tip = sc->describeAt(sc->nodeCentre(0));
+    QVERIFY2(node_tip.contains("node-0") && node_tip.contains("rank 0"), qPrintable(node_tip));
+    const QPointF mid = (sc->nodeCentre(0) + sc->nodeCentre(r.topology.links[0].ends[0] == 0 ? r.topology.links[0].ends[1] : r.topology.links[0].ends[0])) / 2;
+    const QString link_tip = sc->describeAt(mid);
+    QVERIFY2(link_tip.contains("link_from_0_31_0_UP") && link_tip.contains("100.0 Gb/s") && link_tip.contains("peak"), qPrintable(link_tip));
+  }
+
+  // A record that is not one says where.
+  void badRecordSaysWhere() {
+    const QString path = dir_.path() + "/bad.jsonl";
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("{\"type\":\"header\",\"format\":\"rdmalab-record\",\"version\":1}\n{\"type\":\"sample\",\"t\":1,\"link_util\":[[3,1]],\"rank_tx_Bps\":[]}\n");
+    f.close();
+    MainWindow w(all_backends());
+    const QString e = w.openRecord(path);
+    QVERIFY2(e.contains("bad.jsonl:2: sample names link 3"), qPrintable(e));
+  }
+
+  // The run panel: a form from the scenario, a parameter changed, a simgrid run followed live
+  // (samples arrive from the growing record), then the results.
+  void runPanelRunsSimgridLive() {
+    MainWindow w(all_backends());
+    RunPanel* p = w.runPanel();
+    QCOMPARE(p->loadScenario(kSource + "/scenarios/fat-tree-2to1.yaml"), QString());
+    QVERIFY(p->fieldKeys().contains("workload.iterations"));
+    QCOMPARE(p->field("workload.iterations"), QString("200"));
+    QCOMPARE(p->backend(), QString("simgrid"));
+    QVERIFY(p->setField("workload.iterations", "30"));
+    QSignalSpy done(p, &RunPanel::finished);
+    QVERIFY(p->run());
+    QVERIFY(done.wait(120000));
+    QVERIFY2(done.at(0).at(0).toBool(), qPrintable(done.at(0).at(1).toString()));
+    QCOMPARE(w.resultsModel()->rowCount(), 1);
+    QCOMPARE(w.resultsModel()->data(w.resultsModel()->index(0, column_of(w.resultsModel(), "#iterations"))).toString(), QString("30"));
+    QCOMPARE(w.resultsModel()->data(w.resultsModel()->index(0, column_of(w.resultsModel(), "errors"))).toString(), QString("0"));
+    QVERIFY(w.data()->sampleCount() > 10);
+    QCOMPARE(static_cast<int>(w.data()->record().topology.nodes.size()), 22);
+    QCOMPARE(QString::fromStdString(w.data()->record().status), QString("ok"));
+  }
+
+  void runPanelRunsLoopback() {
+    MainWindow w(all_backends());
+    RunPanel* p = w.runPanel();
+    QCOMPARE(p->loadScenario(kSource + "/scenarios/write-bw-64k.yaml"), QString());
+    QVERIFY(p->setBackend("loopback"));
+    QVERIFY(p->setField("workload.iterations", "50"));
+    QSignalSpy done(p, &RunPanel::finished);
+    QVERIFY(p->run());
+    QVERIFY(done.wait(120000));
+    QVERIFY2(done.at(0).at(0).toBool(), qPrintable(done.at(0).at(1).toString()));
+    QCOMPARE(w.resultsModel()->rowCount(), 1);
+    QCOMPARE(QString::fromStdString(w.resultsModel()->rows()[0].backend), QString("loopback"));
+  }
+
+  // Bad values: the CLI's error, next to the field it names; nothing runs.
+  void badParameterShowsTheErrorAtTheField() {
+    MainWindow w(all_backends());
+    RunPanel* p = w.runPanel();
+    QCOMPARE(p->loadScenario(kSource + "/scenarios/fat-tree-2to1.yaml"), QString());
+    QVERIFY(p->setField("workload.size", "64 parsecs"));
+    QSignalSpy started(p, &RunPanel::started);
+    QVERIFY(!p->run());
+    QCOMPARE(started.count(), 0);
+    QVERIFY2(p->fieldError("workload.size").contains("workload.size"), qPrintable(p->message()));
+    QVERIFY(p->fieldError("workload.iterations").isEmpty());
+    // A fabric that does not form the topology: the key is named, the run refused.
+    QVERIFY(p->setField("workload.size", "1MiB"));
+    QVERIFY(p->setField("fabric.nodes", "12"));
+    QVERIFY(!p->run());
+    QVERIFY2(p->fieldError("fabric.fat_tree.down").contains("but fabric.nodes is 12"), qPrintable(p->message()));
+    // A file that does not parse: the file, line and key.
+    const QString bad = dir_.path() + "/bad.yaml";
+    QFile f(bad);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("workload:\n  type: write_bw\n  iterationz: 3\n");
+    f.close();
+    const QString e = p->loadScenario(bad);
+    QVERIFY2(e.contains("bad.yaml:3") && e.contains("workload.iterationz"), qPrintable(e));
+  }
+
+  // Stop kills the simulation; the panel says so and the record ends as cancelled.
+  void stopEndsARun() {
+    MainWindow w(all_backends());
+    RunPanel* p = w.runPanel();
+    QCOMPARE(p->loadScenario(kSource + "/scenarios/fat-tree-2to1.yaml"), QString());
+    QVERIFY(p->setField("workload.iterations", "10000000"));
+    QSignalSpy done(p, &RunPanel::finished);
+    QVERIFY(p->run());
+    QTRY_VERIFY_WITH_TIMEOUT(w.data()->sampleCount() > 5, 60000);
+    p->stop();
+    QVERIFY(done.wait(30000));
+    QVERIFY(!done.at(0).at(0).toBool());
+    QVERIFY2(done.at(0).at(1).toString().contains("stopped by the user"), qPrintable(done.at(0).at(1).toString()));
+    QVERIFY(!p->running());
+  }
+
+  // Two runs side by side: the alpha_beta model against the calibrated one, ratio per row.
+  void compareTwoRuns() {
+    const QString a = record_run(dir_.path(), "ab.jsonl", "scenarios/write-bw-64k.yaml", {"fabric.model=alpha_beta", "workload.iterations=200"});
+    const QString b = record_run(dir_.path(), "cal.jsonl", "scenarios/write-bw-64k.yaml", {"fabric.model=calibrated", "workload.iterations=200"});
+    MainWindow w(all_backends());
+    QCOMPARE(w.openRecord(a), QString());
+    QCOMPARE(w.compareWith(b), QString());
+    CompareModel* m = w.compareModel();
+    QCOMPARE(m->rowCount(), 1);
+    const double q = m->ratio(0, "BW average[Gb/sec]");
+    auto ra = read_rows(a.toStdString()), rb = read_rows(b.toStdString());
+    QVERIFY(ra.is_ok() && rb.is_ok());
+    QVERIFY(std::abs(q - (*rb)[0].bw_gbps / (*ra)[0].bw_gbps) < 1e-9);
+    QVERIFY2(q < 1.0, "headers and NIC costs make the calibrated model slower");
+    // Different kinds cannot be compared.
+    const QString lat = record_run(dir_.path(), "lat.jsonl", "scenarios/latency-sweep.yaml", {"workload.iterations=50"});
+    QVERIFY(w.compareWith(lat).contains("cannot compare bandwidth rows with latency rows"));
+    QVERIFY(w.compareWith(dir_.path() + "/nothing.json").contains("cannot open"));
+  }
+
+  void exportJsonAndCsv() {
+    const QString rec = record_run(dir_.path(), "lat2.jsonl", "scenarios/latency-sweep.yaml", {"workload.iterations=50"});
+    MainWindow w(all_backends());
+    QCOMPARE(w.openRecord(rec), QString());
+    QVERIFY(w.resultChart()->title().startsWith("Latency histogram"));
+    QCOMPARE(w.resultChart()->seriesCount(), 1);
+    QCOMPARE(w.exportJson(dir_.path() + "/r.json"), QString());
+    auto rows = read_rows((dir_.path() + "/r.json").toStdString());
+    QVERIFY2(rows.is_ok(), rows.is_ok() ? "" : rows.status().message().c_str());
+    QCOMPARE(rows->size(), w.resultsModel()->rows().size());
+    QVERIFY(!(*rows)[0].lat->histogram.empty());
+    QCOMPARE(w.exportCsv(dir_.path() + "/r.csv"), QString());
+    QFile f(dir_.path() + "/r.csv");
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QString head = QString::fromUtf8(f.readLine()).trimmed();
+    QCOMPARE(head, QString("workload,#bytes,#iterations,t_min[usec],t_max[usec],t_typical[usec],t_avg[usec],t_stdev[usec],99% [usec],99.9% [usec],errors"));
+    QCOMPARE(w.exportCsv("/nonexistent-dir/r.csv").contains("cannot write"), true);
+  }
+
+  // A 1024-node fat tree: hosts grouped per leaf, every link coloured as utilisation changes.
+  void scene1024NodesBuildsAndUpdates() {
+    const QString rec = record_run(dir_.path(), "ft1024.jsonl", "scenarios/training/resnet50-1024-fat-tree-2to1.yaml",
+                                   {"workload.type=write_bw", "workload.size=4KiB", "workload.iterations=1", "record.interval=1ms"});
+    auto r = read_record(rec.toStdString());
+    QVERIFY(r.is_ok());
+    TopologyScene scene;
+    scene.build(r->topology);
+    QVERIFY(scene.collapsed());
+    int hosts = 0, leaves = 0, spines = 0;
+    for (const auto& n : r->topology.nodes) (n.kind == "host" ? hosts : n.tier == 1 ? leaves : spines)++;
+    QCOMPARE(hosts, 1024);
+    QCOMPARE(leaves, 32);
+    QCOMPARE(spines, 16);
+    QCOMPARE(scene.drawnNodes(), leaves + leaves + spines);  // a group of 32 hosts under each leaf
+    QCOMPARE(scene.drawnLinks(), leaves + leaves * spines);
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    std::vector<double> util(r->topology.links.size());
+    for (auto& x : util) x = u(rng);
+    scene.setUtilisation(util, util);
+    for (std::size_t i = 0; i < util.size(); ++i) {
+      const int d = scene.drawnLinkOf(static_cast<int>(i));
+      QVERIFY(d >= 0);
+    }
+    // A drawn group link is as busy as its busiest member.
+    std::vector<double> busy(r->topology.links.size(), 0.0);
+    busy[0] = 1.0;
+    scene.setUtilisation(busy, busy);
+    QCOMPARE(scene.linkColour(scene.drawnLinkOf(0)), TopologyScene::colourFor(1.0));
+  }
+
+  void screenshotWritesAPng() {
+    const QString rec = record_run(dir_.path(), "shot.jsonl", "scenarios/write-bw-64k.yaml", {"workload.iterations=100"});
+    MainWindow w(all_backends());
+    QCOMPARE(w.openRecord(rec), QString());
+    w.show();
+    const QString png = dir_.path() + "/shot.png";
+    QCOMPARE(w.screenshot(png), QString());
+    QImage img(png);
+    QVERIFY(!img.isNull());
+    QVERIFY(img.width() >= 800);
+  }
+
+ private:
+  QTemporaryDir dir_;
+};
+
+QTEST_MAIN(DashboardTest)
+#include "dashboard_test.moc"
