@@ -158,10 +158,12 @@ void ThroughputChart::refresh() {
   }
   d_->x->setRange(t0, std::max(t1, t0 + 1e-3));
   d_->y->setRange(0, ymax * 1.1);
+  d_->x->applyNiceNumbers();
+  d_->y->applyNiceNumbers();
   const int c = d_->data->cursor();
   if (c >= 0 && c < static_cast<int>(n)) {
     const double t = rec.samples[static_cast<std::size_t>(c)].t * 1e6;
-    d_->cursor->replace(QList<QPointF>{{t, 0}, {t, ymax * 1.1}});
+    d_->cursor->replace(QList<QPointF>{{t, 0}, {t, d_->y->max()}});
   } else {
     d_->cursor->clear();
   }
@@ -223,7 +225,8 @@ void ResultChart::setRows(const std::vector<ResultRow>& rows) {
     chart->setTitle(kind == "collective" ? tr("busbw per size") : tr("Bandwidth per size"));
     auto* x = new QLogValueAxis();
     x->setBase(2);
-    x->setLabelFormat("%g");
+    x->setLabelFormat("%.0f");
+    x->setLabelsAngle(-90);
     x->setTitleText(tr("bytes"));
     auto* y = new QValueAxis();
     y->setTitleText(kind == "collective" ? tr("busbw [GB/s]") : tr("BW average [Gb/s]"));

@@ -59,7 +59,9 @@ MainWindow::MainWindow(const BackendRegistry& backends, QWidget* parent)
   auto* link_view = new QTableView();
   link_view->setModel(links_);
   link_view->verticalHeader()->hide();
-  link_view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  // Sized once per topology, not on every update (measuring thousands of rows per frame is slow).
+  link_view->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
+  connect(data_, &RunData::topologyChanged, link_view, [link_view] { link_view->resizeColumnsToContents(); });
   link_view->setSelectionBehavior(QAbstractItemView::SelectRows);
   auto* topo_split = new QSplitter(Qt::Vertical);
   topo_split->addWidget(view_);
@@ -73,6 +75,7 @@ MainWindow::MainWindow(const BackendRegistry& backends, QWidget* parent)
   auto* chart_split = new QSplitter(Qt::Vertical);
   chart_split->addWidget(throughput_);
   chart_split->addWidget(result_chart_);
+  chart_split->setSizes({450, 450});
 
   // Results tab: the table, export, and a second run side by side.
   results_ = new ResultsModel(this);
@@ -256,9 +259,15 @@ QString MainWindow::compareWith(const QString& path) {
     return e;
   }
   const auto& mine = data_->record().rows;
-  const QString a = data_->record().backend.empty() ? tr("A") : QString::fromStdString(data_->record().backend);
+  // Columns are labelled by backend (a prediction against a measurement), or by file name when
+  // both runs come from the same backend.
+  QString a = data_->record().backend.empty() ? tr("A") : QString::fromStdString(data_->record().backend);
   QString b = (*rows).empty() || (*rows)[0].backend.empty() ? tr("B") : QString::fromStdString((*rows)[0].backend);
-  if (b == a) b += "′";
+  if (a == b) {
+    a = data_->source().isEmpty() ? tr("A") : QFileInfo(data_->source()).completeBaseName();
+    b = QFileInfo(path).completeBaseName();
+    if (a == b) b += "′";
+  }
   const QString err = compare_->setRuns(mine, a, *rows, b);
   compare_label_->setText(err.isEmpty() ? tr("Compared with %1: %2 rows; ratios more than 10 % from 1 are shaded").arg(path).arg(rows->size()) : err);
   compare_label_->show();

@@ -141,12 +141,15 @@ void TopologyScene::layoutTree(const Topology& topo) {
   for (const auto& r : rows) widest = std::max(widest, r.size());
   const double gap = collapsed_ ? kHostGap * 1.6 : kHostGap;
   const double width = static_cast<double>(widest) * gap;
+  // Wide trees get taller tiers, so links between tiers stay apart.
+  const double tier_gap = std::max(kTierGap, width / (2.5 * static_cast<double>(rows.size())));
+  tier_gap_ = tier_gap;
   for (std::size_t r = 0; r < rows.size(); ++r) {
     const double step = width / static_cast<double>(std::max<std::size_t>(1, rows[r].size()));
     for (std::size_t k = 0; k < rows[r].size(); ++k) {
       auto* item = nodes_[static_cast<std::size_t>(rows[r][k])].item;
       const QRectF b = item->boundingRect();
-      item->setPos(step * (static_cast<double>(k) + 0.5) - b.width() / 2, static_cast<double>(r) * kTierGap);
+      item->setPos(step * (static_cast<double>(k) + 0.5) - b.width() / 2, static_cast<double>(r) * tier_gap);
     }
   }
   // Tier names at the left, and how to read the colours.
@@ -161,7 +164,7 @@ void TopologyScene::layoutTree(const Topology& topo) {
                                                 : QStringLiteral("tier %1").arg(tier);
     auto* t = addSimpleText(name);
     t->setBrush(QColor(90, 90, 90));
-    t->setPos(-130, static_cast<double>(r) * kTierGap - 2);
+    t->setPos(-130, static_cast<double>(r) * tier_gap - 2);
   }
   auto* legend = addSimpleText(QStringLiteral("links: grey idle, green → yellow → red = utilisation, thicker = busier; blue = selected node's links"));
   legend->setBrush(QColor(90, 90, 90));
@@ -192,7 +195,9 @@ void TopologyScene::restyle(DrawnLink& l) const {
                                       std::find(nodes_[static_cast<std::size_t>(l.b)].members.begin(),
                                                 nodes_[static_cast<std::size_t>(l.b)].members.end(), selected_) !=
                                           nodes_[static_cast<std::size_t>(l.b)].members.end());
-  QPen pen(sel ? QColor(30, 90, 255) : colourFor(u), (sel ? 2.5 : 1.0) + 4.0 * std::min(1.0, u));
+  // Many links side by side: thinner, so they do not merge into one block.
+  const double extra = links_.size() > 150 ? 1.5 : 4.0;
+  QPen pen(sel ? QColor(30, 90, 255) : colourFor(u), (sel ? 2.5 : links_.size() > 150 ? 0.6 : 1.0) + extra * std::min(1.0, u));
   pen.setCosmetic(true);
   l.item->setPen(pen);
 }

@@ -24,7 +24,9 @@ class TopologyScene : public QGraphicsScene {
   // More hosts than this are collapsed into one group per switch above them.
   static constexpr int kCollapseHosts = 128;
 
-  explicit TopologyScene(QObject* parent = nullptr) : QGraphicsScene(parent) {}
+  // No spatial index: every link may change colour each frame, and re-indexing them costs more
+  // than the few lookups (hover, click) an index would speed up.
+  explicit TopologyScene(QObject* parent = nullptr) : QGraphicsScene(parent) { setItemIndexMethod(QGraphicsScene::NoIndex); }
   // Builds the items for a topology (replaces what was there).
   void build(const Topology& topo);
   // Colours every drawn link by the busiest of the links it stands for (util[i] for link i of
@@ -80,6 +82,7 @@ class TopologyScene : public QGraphicsScene {
   std::vector<double> util_, peak_;
   int selected_ = -1;
   bool collapsed_ = false;
+  double tier_gap_ = 0;
 };
 
 // A view with wheel zoom, drag to pan, and tooltips from the scene's data.
