@@ -299,7 +299,9 @@ TEST_F(SimgridModel, RecordedTopologyHasEveryLinksEndsOnEveryZone) {
     for (const auto& node : rec->topology.nodes) {
       (node.kind == "host" ? hosts : switches)++;
       max_tier = std::max(max_tier, node.tier);
-      if (node.kind == "host") EXPECT_EQ(node.tier, 0);
+      if (node.kind == "host") {
+        EXPECT_EQ(node.tier, 0);
+      }
     }
     EXPECT_EQ(hosts, c.hosts) << c.name;
     EXPECT_EQ(switches, c.switches) << c.name;
