@@ -808,7 +808,7 @@ class LoopbackBackend final : public Backend {
   }
 
   Status check(const Scenario& sc) const override {
-    if (sc.get_int("fabric.nodes") > kMaxRanks)
+    if (sc.get_int("fabric.nodes") * sc.get_int("fabric.gpus_per_node") > kMaxRanks)
       return sc.error("fabric.nodes", fmt::format("loopback runs every rank as a thread: at most {} ranks (use simgrid for more)", kMaxRanks));
     return Status::ok();
   }

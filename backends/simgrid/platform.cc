@@ -34,6 +34,80 @@ void add_fabric_keys(Schema& s) {
   s.add("fabric.dragonfly.chassis", T::int_list, "", "[chassis per group, links between two chassis]", 1, 1e6);
   s.add("fabric.dragonfly.routers", T::int_list, "", "[routers per chassis, links between two routers]", 1, 1e6);
   s.add("fabric.dragonfly.blades", T::integer, "1", "nodes per router", 1, 1e6);
+
+  // Inside a node.
+  s.add_choice("fabric.node.model", "none",
+               "none: a node is one endpoint; pcie: GPUs and NICs under PCIe switches, CPU sockets, host memory (data paths of GPU memory)",
+               {"none", "pcie"});
+  s.add("fabric.node.nics", T::integer, "1", "NICs per node (pcie node model)", 1, 64);
+  s.add("fabric.node.pcie_switches", T::integer, "1", "PCIe switches per node", 1, 64);
+  s.add("fabric.node.sockets", T::integer, "1", "CPU sockets per node", 1, 8);
+  s.add("fabric.node.gpu_switch", T::int_list, "", "the PCIe switch of each GPU (default: spread in order)", 0, 63);
+  s.add("fabric.node.nic_switch", T::int_list, "", "the PCIe switch of each NIC (default: spread in order)", 0, 63);
+  s.add("fabric.node.switch_socket", T::int_list, "", "the CPU socket of each PCIe switch (default: spread in order)", 0, 7);
+  s.add("fabric.node.gpu_nic", T::int_list, "", "the NIC each GPU's rank uses (default: the first NIC under its switch, else spread)", 0, 63);
+  s.add("fabric.node.pcie.bandwidth", T::bandwidth, "63GB/s",
+        "each PCIe link (device to switch, switch to CPU root), each direction: Gen5 x16 = 32 GT/s × 16 × 128/130 / 8", 1, 1e15);
+  s.add("fabric.node.pcie.latency", T::time, "150ns", "each PCIe link (a switch hop)", 0, 1e-3);
+  s.add("fabric.node.socket.bandwidth", T::bandwidth, "60GB/s", "the link between two CPU sockets (UPI, xGMI), each direction", 1, 1e15);
+  s.add("fabric.node.socket.latency", T::time, "300ns", "the link between two CPU sockets", 0, 1e-3);
+  s.add("fabric.node.memory.bandwidth", T::bandwidth, "300GB/s", "host memory of one socket, each direction", 1, 1e15);
+  s.add("fabric.node.nvlink.bandwidth", T::bandwidth, "",
+        "GPU to GPU inside a node through NVSwitch, each direction per GPU; unset: GPUs talk over PCIe", 1, 1e15);
+  s.add("fabric.node.staging_overhead", T::time, "4us",
+        "per message and side on the staged path: launching and waiting for a cudaMemcpyAsync", 0, 1);
+  s.add("fabric.node.gpudirect", T::boolean, "true",
+        "whether the NIC can reach GPU memory (dmabuf or nvidia_peermem); false: GPU memory is always staged", 0, 1);
+  s.add_choice("fabric.preset", "none", "named hardware whose numbers fill the fabric keys a scenario leaves unset (docs/backends/simgrid.md)",
+               {"none", "cx6-hdr-a100", "cx7-ndr-h100"});
+  add_presets(s);
+}
+
+void add_presets(Schema& s) {
+  // Numbers from vendor briefs and specifications; each line says which. Everything not listed
+  // keeps its default.
+  s.add_preset({"fabric.preset", "cx6-hdr-a100",
+                "DGX A100-class node: 8 A100, 8 ConnectX-6 HDR 200 Gb/s, 4 PCIe Gen4 switches each with 2 GPUs and 2 NICs, "
+                "2 AMD EPYC 7742 sockets",
+                {{"fabric.link.bandwidth", "200Gbps"},     // ConnectX-6 HDR InfiniBand, 200 Gb/s per port (product brief)
+                 {"fabric.link.latency", "200ns"},         // HDR Quantum switch 130 ns port to port + a few metres of cable
+                 {"fabric.link_layer", "infiniband"},
+                 {"fabric.mtu", "4KiB"},                   // InfiniBand MTU
+                 {"fabric.nic.message_rate", "215e6"},     // ConnectX-6: up to 215 million messages/s (product brief)
+                 {"fabric.nic.latency", "300ns"},          // ConnectX-6: sub-600 ns end to end, half per NIC
+                 {"fabric.gpus_per_node", "8"},
+                 {"fabric.node.model", "pcie"},
+                 {"fabric.node.nics", "8"},
+                 {"fabric.node.pcie_switches", "4"},
+                 {"fabric.node.sockets", "2"},
+                 {"fabric.node.gpu_switch", "[0, 0, 1, 1, 2, 2, 3, 3]"},
+                 {"fabric.node.nic_switch", "[0, 0, 1, 1, 2, 2, 3, 3]"},
+                 {"fabric.node.switch_socket", "[0, 0, 1, 1]"},
+                 {"fabric.node.pcie.bandwidth", "31.5GB/s"},  // PCIe Gen4 x16: 16 GT/s × 16 × 128/130 / 8
+                 {"fabric.node.socket.bandwidth", "50GB/s"},  // EPYC 7002 inter-socket xGMI, order of magnitude
+                 {"fabric.node.memory.bandwidth", "204.8GB/s"},  // 8 channels DDR4-3200 per socket
+                 {"fabric.node.nvlink.bandwidth", "300GB/s"}}});  // A100 NVLink 3: 600 GB/s both directions
+  s.add_preset({"fabric.preset", "cx7-ndr-h100",
+                "DGX H100-class node: 8 H100, 8 ConnectX-7 NDR 400 Gb/s, 4 PCIe Gen5 switches each with 2 GPUs and 2 NICs, "
+                "2 Intel Xeon 8480C sockets",
+                {{"fabric.link.bandwidth", "400Gbps"},     // ConnectX-7 NDR InfiniBand, 400 Gb/s per port (product brief)
+                 {"fabric.link.latency", "200ns"},         // NDR Quantum-2 switch port to port + a few metres of cable
+                 {"fabric.link_layer", "infiniband"},
+                 {"fabric.mtu", "4KiB"},
+                 {"fabric.nic.message_rate", "330e6"},     // ConnectX-7: 330-370 million messages/s (product brief)
+                 {"fabric.nic.latency", "300ns"},
+                 {"fabric.gpus_per_node", "8"},
+                 {"fabric.node.model", "pcie"},
+                 {"fabric.node.nics", "8"},
+                 {"fabric.node.pcie_switches", "4"},
+                 {"fabric.node.sockets", "2"},
+                 {"fabric.node.gpu_switch", "[0, 0, 1, 1, 2, 2, 3, 3]"},
+                 {"fabric.node.nic_switch", "[0, 0, 1, 1, 2, 2, 3, 3]"},
+                 {"fabric.node.switch_socket", "[0, 0, 1, 1]"},
+                 {"fabric.node.pcie.bandwidth", "63GB/s"},    // PCIe Gen5 x16: 32 GT/s × 16 × 128/130 / 8
+                 {"fabric.node.socket.bandwidth", "60GB/s"},  // 4 UPI 2.0 links at 16 GT/s, order of magnitude
+                 {"fabric.node.memory.bandwidth", "307.2GB/s"},  // 8 channels DDR5-4800 per socket
+                 {"fabric.node.nvlink.bandwidth", "450GB/s"}}});  // H100 NVLink 4: 900 GB/s both directions
 }
 
 namespace {
@@ -100,15 +174,106 @@ Status check_fabric(const Scenario& sc) {
     return sc.error("fabric.topology",
                     "rail_optimized is not modelled by this build yet (star, full, fat_tree, torus, dragonfly are)");
   }
+  return check_node(sc);
+}
+
+namespace {
+
+// A per-device list, or its default: devices spread evenly over `over` in order.
+std::vector<int> placement(const Scenario& sc, const char* key, int count, int over) {
+  std::vector<int> v;
+  if (sc.has(key))
+    for (auto x : sc.get_ints(key)) v.push_back(static_cast<int>(x));
+  else
+    for (int i = 0; i < count; ++i) v.push_back(i * over / count);
+  return v;
+}
+
+}  // namespace
+
+bool gpu_staged(const Scenario& sc, const FabricModel& model) {
+  const std::string path = sc.get_string("workload.gpu_path");
+  return path == "staged" || (path == "auto" && !model.node.gpudirect);
+}
+
+Status check_node(const Scenario& sc) {
+  const std::string model = sc.get_string("fabric.node.model");
+  const std::string path = sc.get_string("workload.gpu_path");
+  if ((path == "dmabuf" || path == "peermem") && !sc.get_bool("fabric.node.gpudirect"))
+    return sc.error("workload.gpu_path", fmt::format("{} is GPUDirect RDMA, which this node does not have (fabric.node.gpudirect: false); "
+                                                     "use auto or staged", path));
+  const int gpus = static_cast<int>(sc.get_int("fabric.gpus_per_node"));
+  if (model == "none") {
+    if (gpus > 1)
+      return sc.error("fabric.gpus_per_node", fmt::format("{} GPUs per node need a node model: set fabric.node.model: pcie (or a fabric.preset)", gpus));
+    return Status::ok();
+  }
+  if (sc.get_string("fabric.topology") == "full")
+    return sc.error("fabric.node.model", "the pcie node model works with star, fat_tree, torus and dragonfly (not full)");
+  const int nics = static_cast<int>(sc.get_int("fabric.node.nics")), sw = static_cast<int>(sc.get_int("fabric.node.pcie_switches")),
+            sockets = static_cast<int>(sc.get_int("fabric.node.sockets"));
+  struct List {
+    const char* key;
+    int count, limit;
+    const char* what;
+  };
+  const List lists[] = {{"fabric.node.gpu_switch", gpus, sw, "fabric.node.pcie_switches"},
+                        {"fabric.node.nic_switch", nics, sw, "fabric.node.pcie_switches"},
+                        {"fabric.node.switch_socket", sw, sockets, "fabric.node.sockets"},
+                        {"fabric.node.gpu_nic", gpus, nics, "fabric.node.nics"}};
+  for (const auto& l : lists) {
+    if (!sc.has(l.key)) continue;
+    auto v = sc.get_ints(l.key);
+    if (static_cast<int>(v.size()) != l.count)
+      return sc.error(l.key, fmt::format("has {} entries; it needs one per {} ({})", v.size(),
+                                         std::string(l.key).find("switch_socket") != std::string::npos ? "PCIe switch" : std::string(l.key).find("nic_switch") != std::string::npos ? "NIC" : "GPU",
+                                         l.count));
+    for (std::size_t i = 0; i < v.size(); ++i)
+      if (v[i] >= l.limit)
+        return sc.error(l.key, fmt::format("entry {} is {}, but there are only {} ({} is {}; indices start at 0)", i, v[i], l.limit, l.what, l.limit));
+  }
   return Status::ok();
 }
 
 FabricModel read_model(const Scenario& sc) {
   FabricModel m;
-  m.ranks = static_cast<int>(sc.get_int("fabric.nodes"));
+  m.ranks = static_cast<int>(sc.get_int("fabric.nodes") * sc.get_int("fabric.gpus_per_node"));
   m.topology = sc.get_string("fabric.topology");
   m.alpha_beta = sc.get_string("fabric.model") == "alpha_beta";
   m.nic_latency_in_routes = m.topology == "star" || m.topology == "full";
+  NodeModel& nm = m.node;
+  nm.on = sc.get_string("fabric.node.model") == "pcie";
+  if (nm.on) {
+    nm.gpus = static_cast<int>(sc.get_int("fabric.gpus_per_node"));
+    nm.nics = static_cast<int>(sc.get_int("fabric.node.nics"));
+    nm.switches = static_cast<int>(sc.get_int("fabric.node.pcie_switches"));
+    nm.sockets = static_cast<int>(sc.get_int("fabric.node.sockets"));
+    nm.gpu_switch = placement(sc, "fabric.node.gpu_switch", nm.gpus, nm.switches);
+    nm.nic_switch = placement(sc, "fabric.node.nic_switch", nm.nics, nm.switches);
+    nm.switch_socket = placement(sc, "fabric.node.switch_socket", nm.switches, nm.sockets);
+    if (sc.has("fabric.node.gpu_nic")) {
+      nm.gpu_nic = placement(sc, "fabric.node.gpu_nic", nm.gpus, nm.nics);
+    } else {
+      // The closest NIC (NCCL's choice): GPUs under a switch take the NICs under it in turn;
+      // a switch without a NIC: NICs spread in order.
+      for (int g = 0; g < nm.gpus; ++g) {
+        std::vector<int> under;
+        for (int n = 0; n < nm.nics; ++n)
+          if (nm.nic_switch[static_cast<std::size_t>(n)] == nm.gpu_switch[static_cast<std::size_t>(g)]) under.push_back(n);
+        int k = 0;
+        for (int h = 0; h < g; ++h) k += nm.gpu_switch[static_cast<std::size_t>(h)] == nm.gpu_switch[static_cast<std::size_t>(g)];
+        nm.gpu_nic.push_back(under.empty() ? g * nm.nics / nm.gpus : under[static_cast<std::size_t>(k) % under.size()]);
+      }
+    }
+    nm.pcie_bw = sc.get_bandwidth("fabric.node.pcie.bandwidth");
+    nm.pcie_lat = sc.get_time("fabric.node.pcie.latency");
+    nm.socket_bw = sc.get_bandwidth("fabric.node.socket.bandwidth");
+    nm.socket_lat = sc.get_time("fabric.node.socket.latency");
+    nm.memory_bw = sc.get_bandwidth("fabric.node.memory.bandwidth");
+    nm.nvlink_bw = sc.has("fabric.node.nvlink.bandwidth") ? sc.get_bandwidth("fabric.node.nvlink.bandwidth") : 0;
+    nm.staging_overhead = sc.get_time("fabric.node.staging_overhead");
+    nm.gpudirect = sc.get_bool("fabric.node.gpudirect");
+  }
   if (!m.alpha_beta) {
     // Header bytes per packet: InfiniBand LRH 8 + BTH 12 + ICRC 4 + VCRC 2 = 26; RoCE v2 adds
     // Ethernet 14 + IPv4 20 + UDP 8 + FCS 4 around BTH 12 + ICRC 4 = 62 (IBTA spec, Annex A17).
@@ -133,23 +298,206 @@ double wire_bytes(const NicModel& nic, double payload) {
   return payload + packets * nic.header_bytes;
 }
 
-std::vector<sg4::Host*> build_platform(const Scenario& sc, const FabricModel& model) {
+namespace {
+
+using LinkPath = std::vector<sg4::LinkInRoute>;
+
+// One node's insides (NodeModel) as a SimGrid zone whose gateway is where the node meets the
+// fabric. Every rank of the node has three endpoint hosts (RankEndpoints); a route between two
+// endpoints, or between an endpoint and the gateway, lists the PCIe, socket, memory and NIC links
+// its bytes cross, each in its direction.
+class NodeBuilder {
+ public:
+  NodeBuilder(const NodeModel& nm, double nic_bw, double nic_lat) : nm_(nm), nic_bw_(nic_bw), nic_lat_(nic_lat) {}
+
+  // Builds node `id` inside `parent`; fills out[first_rank .. first_rank + gpus).
+  std::pair<simgrid::kernel::routing::NetPoint*, simgrid::kernel::routing::NetPoint*> build(sg4::NetZone* parent, unsigned long id,
+                                                                                          std::vector<RankEndpoints>& out) {
+    const std::string n = fmt::format("node-{}", id);
+    auto* zone = sg4::create_full_zone(n);
+    zone->set_parent(parent);
+    auto split = [&](const std::string& name, double bw, double lat) {
+      return zone->create_split_duplex_link(fmt::format("{}-{}", n, name), bw)->set_latency(lat)->seal();
+    };
+    std::vector<sg4::Link*> gpu_pcie, nic_pcie, uplink, dram, nic, nvlink, staging;
+    for (int g = 0; g < nm_.gpus; ++g) gpu_pcie.push_back(split(fmt::format("pcie-gpu{}", g), nm_.pcie_bw, nm_.pcie_lat));
+    for (int k = 0; k < nm_.nics; ++k) nic_pcie.push_back(split(fmt::format("pcie-nic{}", k), nm_.pcie_bw, nm_.pcie_lat));
+    for (int k = 0; k < nm_.nics; ++k) nic.push_back(split(fmt::format("nic{}", k), nic_bw_, nic_lat_));
+    for (int w = 0; w < nm_.switches; ++w) uplink.push_back(split(fmt::format("pcie-switch{}-root", w), nm_.pcie_bw, nm_.pcie_lat));
+    for (int c = 0; c < nm_.sockets; ++c) dram.push_back(split(fmt::format("memory{}", c), nm_.memory_bw, 0));
+    socket_ = nm_.sockets > 1 ? split("socket-link", nm_.socket_bw, nm_.socket_lat) : nullptr;
+    if (nm_.nvlink_bw > 0)
+      for (int g = 0; g < nm_.gpus; ++g) nvlink.push_back(split(fmt::format("nvlink-gpu{}", g), nm_.nvlink_bw, 0));
+    for (int g = 0; g < nm_.gpus; ++g)
+      staging.push_back(zone->create_link(fmt::format("{}-staging-gpu{}", n, g), 1e15)
+                            ->set_latency(nm_.staging_overhead)
+                            ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
+                            ->seal());
+    auto* self = zone->create_link(fmt::format("{}-loopback", n), 1e15)->set_latency(0)->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)->seal();
+    gpu_pcie_ = gpu_pcie, nic_pcie_ = nic_pcie, uplink_ = uplink, dram_ = dram, nvlink_ = nvlink;
+
+    auto* gw = zone->create_router(fmt::format("{}-gateway", n));
+    struct Ep {
+      sg4::Host* host;
+      int gpu;
+      int kind;  // 0 GPUDirect, 1 staged, 2 host memory
+    };
+    std::vector<Ep> eps;
+    for (int g = 0; g < nm_.gpus; ++g) {
+      RankEndpoints e;
+      e.gpu = zone->create_host(fmt::format("{}-gpu{}", n, g), 1e12)->seal();
+      e.staged = zone->create_host(fmt::format("{}-gpu{}-staged", n, g), 1e12)->seal();
+      e.host = zone->create_host(fmt::format("{}-gpu{}-host", n, g), 1e12)->seal();
+      const std::size_t rank = id * static_cast<std::size_t>(nm_.gpus) + static_cast<std::size_t>(g);
+      if (rank < out.size()) out[rank] = e;
+      eps.push_back({e.gpu, g, 0});
+      eps.push_back({e.staged, g, 1});
+      eps.push_back({e.host, g, 2});
+    }
+    const auto UP = sg4::LinkInRoute::Direction::UP, DOWN = sg4::LinkInRoute::Direction::DOWN;
+    // Where an endpoint's bytes live, and what the staged path adds before and after.
+    auto location = [&](const Ep& e) -> Point {
+      if (e.kind == 0) return {Point::gpu, e.gpu};
+      if (e.kind == 1) return {Point::memory, socket_of_gpu(e.gpu)};
+      return {Point::memory, socket_of_nic(nic_of(e.gpu))};
+    };
+    auto prefix = [&](const Ep& e) {  // leaving the endpoint
+      LinkPath p;
+      if (e.kind == 1) {
+        p.emplace_back(staging[static_cast<std::size_t>(e.gpu)]);
+        append(p, path({Point::gpu, e.gpu}, {Point::memory, socket_of_gpu(e.gpu)}));
+      }
+      return p;
+    };
+    auto suffix = [&](const Ep& e) {  // arriving at the endpoint
+      LinkPath p;
+      if (e.kind == 1) {
+        append(p, path({Point::memory, socket_of_gpu(e.gpu)}, {Point::gpu, e.gpu}));
+        p.emplace_back(staging[static_cast<std::size_t>(e.gpu)]);
+      }
+      return p;
+    };
+    for (const Ep& a : eps) {
+      const int k = nic_of(a.gpu);
+      // To the fabric: through the rank's NIC.
+      LinkPath to_gw = prefix(a);
+      append(to_gw, path(location(a), {Point::nic, k}));
+      to_gw.emplace_back(nic[static_cast<std::size_t>(k)], UP);
+      zone->add_route(a.host->get_netpoint(), gw, nullptr, nullptr, to_gw, false);
+      LinkPath from_gw{sg4::LinkInRoute(nic[static_cast<std::size_t>(k)], DOWN)};
+      append(from_gw, path({Point::nic, k}, location(a)));
+      append(from_gw, suffix(a));
+      zone->add_route(gw, a.host->get_netpoint(), nullptr, nullptr, from_gw, false);
+      for (const Ep& b : eps) {
+        if (a.host == b.host) {
+          zone->add_route(a.host->get_netpoint(), b.host->get_netpoint(), nullptr, nullptr, {sg4::LinkInRoute(self)}, false);
+          continue;
+        }
+        LinkPath r = prefix(a);
+        append(r, path(location(a), location(b)));
+        append(r, suffix(b));
+        if (r.empty()) r.emplace_back(self);
+        zone->add_route(a.host->get_netpoint(), b.host->get_netpoint(), nullptr, nullptr, r, false);
+      }
+    }
+    zone->seal();
+    return {zone->get_netpoint(), gw};
+  }
+
+ private:
+  struct Point {
+    enum Kind { gpu, nic, memory } kind;
+    int index;  // GPU, NIC, or socket
+  };
+  int nic_of(int g) const { return nm_.gpu_nic[static_cast<std::size_t>(g)]; }
+  int switch_of(const Point& p) const {
+    return p.kind == Point::gpu ? nm_.gpu_switch[static_cast<std::size_t>(p.index)] : nm_.nic_switch[static_cast<std::size_t>(p.index)];
+  }
+  int socket_of_gpu(int g) const { return nm_.socket_of_switch(nm_.gpu_switch[static_cast<std::size_t>(g)]); }
+  int socket_of_nic(int k) const { return nm_.socket_of_switch(nm_.nic_switch[static_cast<std::size_t>(k)]); }
+  sg4::Link* device_link(const Point& p) const {
+    return p.kind == Point::gpu ? gpu_pcie_[static_cast<std::size_t>(p.index)] : nic_pcie_[static_cast<std::size_t>(p.index)];
+  }
+  static void append(LinkPath& to, const LinkPath& more) { to.insert(to.end(), more.begin(), more.end()); }
+  void cross_sockets(LinkPath& p, int from, int to) const {
+    if (from != to && socket_) p.emplace_back(socket_, from < to ? sg4::LinkInRoute::Direction::UP : sg4::LinkInRoute::Direction::DOWN);
+  }
+  // The links from one place to another inside the node, each in its direction.
+  LinkPath path(const Point& a, const Point& b) const {
+    const auto UP = sg4::LinkInRoute::Direction::UP, DOWN = sg4::LinkInRoute::Direction::DOWN;
+    LinkPath p;
+    if (a.kind == Point::gpu && b.kind == Point::gpu && !nvlink_.empty()) {
+      p.emplace_back(nvlink_[static_cast<std::size_t>(a.index)], UP);
+      p.emplace_back(nvlink_[static_cast<std::size_t>(b.index)], DOWN);
+      return p;
+    }
+    if (a.kind != Point::memory && b.kind != Point::memory) {
+      const int sa = switch_of(a), sb = switch_of(b);
+      p.emplace_back(device_link(a), UP);
+      if (sa != sb) {  // through the CPU root complex, and the socket link when the roots differ
+        p.emplace_back(uplink_[static_cast<std::size_t>(sa)], UP);
+        cross_sockets(p, nm_.socket_of_switch(sa), nm_.socket_of_switch(sb));
+        p.emplace_back(uplink_[static_cast<std::size_t>(sb)], DOWN);
+      }
+      p.emplace_back(device_link(b), DOWN);
+      return p;
+    }
+    if (a.kind != Point::memory) {  // device → host memory
+      const int sa = switch_of(a);
+      p.emplace_back(device_link(a), UP);
+      p.emplace_back(uplink_[static_cast<std::size_t>(sa)], UP);
+      cross_sockets(p, nm_.socket_of_switch(sa), b.index);
+      p.emplace_back(dram_[static_cast<std::size_t>(b.index)], DOWN);
+      return p;
+    }
+    if (b.kind != Point::memory) {  // host memory → device
+      const int sb = switch_of(b);
+      p.emplace_back(dram_[static_cast<std::size_t>(a.index)], UP);
+      cross_sockets(p, a.index, nm_.socket_of_switch(sb));
+      p.emplace_back(uplink_[static_cast<std::size_t>(sb)], DOWN);
+      p.emplace_back(device_link(b), DOWN);
+      return p;
+    }
+    p.emplace_back(dram_[static_cast<std::size_t>(a.index)], UP);  // memory → memory
+    cross_sockets(p, a.index, b.index);
+    p.emplace_back(dram_[static_cast<std::size_t>(b.index)], DOWN);
+    return p;
+  }
+
+  const NodeModel& nm_;
+  double nic_bw_, nic_lat_;
+  sg4::Link* socket_ = nullptr;
+  std::vector<sg4::Link*> gpu_pcie_, nic_pcie_, uplink_, dram_, nvlink_;
+};
+
+}  // namespace
+
+std::vector<RankEndpoints> build_platform(const Scenario& sc, const FabricModel& model) {
   const double bw = sc.get_bandwidth("fabric.link.bandwidth");
   const double lat = sc.get_time("fabric.link.latency");
   const int n = model.ranks;
+  const NodeModel& nm = model.node;
+  const int machines = nm.on ? n / nm.gpus : n;
   constexpr double kSpeed = 1e12;  // flop/s; compute phases are modelled as durations, not flops
-  std::vector<sg4::Host*> hosts(static_cast<std::size_t>(n), nullptr);
+  std::vector<RankEndpoints> eps(static_cast<std::size_t>(n));
   auto host_name = [](unsigned long id) { return fmt::format("node-{}", id); };
-  auto netpoint_cb = [&](sg4::NetZone* zone, const std::vector<unsigned long>&, unsigned long id) {
+  // With a node model the NIC's latency is in the node (its NIC link), not in the fabric's routes.
+  NodeBuilder node(nm, bw, nm.on ? model.nic.nic_latency_s : 0);
+  auto plain_host = [&](sg4::NetZone* zone, unsigned long id) {
     sg4::Host* h = zone->create_host(host_name(id), kSpeed)->seal();
-    if (id < hosts.size()) hosts[id] = h;
+    if (id < eps.size()) eps[id] = {h, h, h};
+    return h;
+  };
+  auto netpoint_cb = [&](sg4::NetZone* zone, const std::vector<unsigned long>&, unsigned long id) {
+    if (nm.on) return node.build(zone, id, eps);
+    sg4::Host* h = plain_host(zone, id);
     return std::make_pair(h->get_netpoint(), static_cast<simgrid::kernel::routing::NetPoint*>(nullptr));
   };
   const auto policy = sg4::Link::SharingPolicy::SPLITDUPLEX;
   // Star and full zones: the NIC's own processing latency is a link on every route out of and
   // into a node (no bandwidth limit), so a message pays it at the sender and at the receiver.
   // (Cluster zones add it as a delay at the sender instead: see FabricModel::nic_latency_in_routes.)
-  const double nic_lat = model.nic_latency_in_routes ? model.nic.nic_latency_s : 0;
+  const double nic_lat = model.nic_latency_in_routes && !nm.on ? model.nic.nic_latency_s : 0;
   auto nic_link = [nic_lat](sg4::NetZone* zone, unsigned long id) -> sg4::Link* {
     return zone->create_link(fmt::format("nic-{}", id), 1e15)
         ->set_latency(nic_lat)
@@ -163,25 +511,33 @@ std::vector<sg4::Host*> build_platform(const Scenario& sc, const FabricModel& mo
         ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
         ->seal();
   };
-  const sg4::ClusterCallbacks callbacks(netpoint_cb, loopback_cb, {});
+  const sg4::ClusterCallbacks callbacks =
+      nm.on ? sg4::ClusterCallbacks(netpoint_cb) : sg4::ClusterCallbacks(netpoint_cb, loopback_cb, {});
 
   if (model.topology == "star") {
     auto* zone = sg4::create_star_zone("fabric");
-    for (int i = 0; i < n; ++i) {
-      sg4::Host* h = zone->create_host(host_name(static_cast<unsigned long>(i)), kSpeed);
-      auto* link = zone->create_split_duplex_link(fmt::format("link-{}", i), bw)->set_latency(lat)->seal();
+    // A node with several NICs has as many ports on the switch: its link carries all of them.
+    const double node_bw = nm.on ? bw * nm.nics : bw;
+    for (int i = 0; i < machines; ++i) {
+      auto* link = zone->create_split_duplex_link(fmt::format("link-{}", i), node_bw)->set_latency(lat)->seal();
       std::vector<sg4::LinkInRoute> route;
       if (nic_lat > 0) route.emplace_back(nic_link(zone, static_cast<unsigned long>(i)));
       route.emplace_back(link, sg4::LinkInRoute::Direction::UP);
-      zone->add_route(h->get_netpoint(), nullptr, nullptr, nullptr, route, true);
-      hosts[static_cast<std::size_t>(i)] = h;
+      if (nm.on) {
+        auto [np, gw] = node.build(zone, static_cast<unsigned long>(i), eps);
+        zone->add_route(np, nullptr, gw, nullptr, route, true);
+      } else {
+        sg4::Host* h = plain_host(zone, static_cast<unsigned long>(i));
+        zone->add_route(h->get_netpoint(), nullptr, nullptr, nullptr, route, true);
+      }
     }
     zone->seal();
   } else if (model.topology == "full") {
     auto* zone = sg4::create_full_zone("fabric");
+    std::vector<sg4::Host*> hosts;
     std::vector<sg4::Link*> nics;
     for (int i = 0; i < n; ++i) {
-      hosts[static_cast<std::size_t>(i)] = zone->create_host(host_name(static_cast<unsigned long>(i)), kSpeed);
+      hosts.push_back(plain_host(zone, static_cast<unsigned long>(i)));
       if (nic_lat > 0) nics.push_back(nic_link(zone, static_cast<unsigned long>(i)));
     }
     for (int i = 0; i < n; ++i)
@@ -226,7 +582,7 @@ std::vector<sg4::Host*> build_platform(const Scenario& sc, const FabricModel& mo
         lat, policy);
     zone->seal();
   }
-  return hosts;
+  return eps;
 }
 
 }  // namespace rdmalab::sim

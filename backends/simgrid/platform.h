@@ -23,7 +23,33 @@ struct NicModel {
   double control_bytes = 0;       // size of a read request / atomic request / ACK on the wire
 };
 
+// Inside a node (fabric.node.*): GPUs and NICs under PCIe switches, switches under the CPU root
+// complex of their socket, sockets joined by one link, host memory per socket. Off by default
+// (one rank per node, no internals); see docs/backends/simgrid.md.
+struct NodeModel {
+  bool on = false;
+  int gpus = 1, nics = 1, switches = 1, sockets = 1;
+  std::vector<int> gpu_switch, nic_switch, switch_socket, gpu_nic;  // per GPU / NIC / switch
+  double pcie_bw = 0, pcie_lat = 0;      // each device's PCIe link, and each switch's uplink to its root
+  double socket_bw = 0, socket_lat = 0;  // between two CPU sockets
+  double memory_bw = 0;                  // host memory per socket, each direction
+  double nvlink_bw = 0;                  // GPU to GPU in a node (NVSwitch), each direction; 0 = over PCIe
+  double staging_overhead = 0;           // per message and side on the staged path (cudaMemcpyAsync)
+  bool gpudirect = true;                 // the NIC can reach GPU memory (dmabuf or peermem)
+  int socket_of_switch(int s) const { return switch_socket[static_cast<std::size_t>(s)]; }
+};
+
+// Where a rank's transfers start and end, by the memory they touch: GPU memory read or written
+// by the NIC directly (GPUDirect), GPU memory through a host bounce buffer (staged), host memory.
+// Without a node model the three are the same host.
+struct RankEndpoints {
+  simgrid::s4u::Host* gpu = nullptr;
+  simgrid::s4u::Host* staged = nullptr;
+  simgrid::s4u::Host* host = nullptr;
+};
+
 struct FabricModel {
+  NodeModel node;
   bool alpha_beta = false;
   NicModel nic;
   int ranks = 0;
@@ -39,10 +65,16 @@ struct FabricModel {
 void add_fabric_keys(Schema& schema);
 // Checks that the fabric parameters form the named topology. Errors name the key.
 Status check_fabric(const Scenario& sc);
+// Whether GPU memory goes through host bounce buffers (workload.gpu_path, fabric.node.gpudirect).
+bool gpu_staged(const Scenario& sc, const FabricModel& model);
+// Checks the node model's keys (called by check_fabric).
+Status check_node(const Scenario& sc);
 // Reads the model parameters (no SimGrid calls).
 FabricModel read_model(const Scenario& sc);
-// Builds the platform in the current SimGrid engine; returns one host per rank, in rank order.
-std::vector<simgrid::s4u::Host*> build_platform(const Scenario& sc, const FabricModel& model);
+// Builds the platform in the current SimGrid engine; returns each rank's endpoints, in rank order.
+std::vector<RankEndpoints> build_platform(const Scenario& sc, const FabricModel& model);
+// Declares the hardware presets (fabric.preset) and their sources.
+void add_presets(Schema& schema);
 
 // The SimGrid engine arguments every rdmalab simulation uses: CM02 with cross-traffic off
 // (checked against closed forms), quiet logs, 512 KiB actor stacks.

@@ -33,6 +33,7 @@
 
 #include "common/child_process.h"
 #include "rdmalab/record.h"
+#include "rdmalab/run.h"
 #include "rdmalab/scenario.h"
 #include "simgrid/platform.h"
 
@@ -53,6 +54,8 @@ Capabilities sim_caps() {
   c.max_cq_entries = 1u << 22;
   c.max_msg_size = 1u << 31;
   c.memory_kinds.add(MemoryKind::phantom);
+  c.memory_kinds.add(MemoryKind::cuda);  // modelled: host bytes, routed through the GPU's data path
+  c.models_gpu_memory = true;
   return c;
 }
 
@@ -73,6 +76,7 @@ struct MrRec {
   std::uint32_t access = 0;
   const void* pd = nullptr;
   int rank = 0;
+  MemoryKind kind = MemoryKind::host;
 };
 
 struct PendingRecv {
@@ -119,7 +123,9 @@ struct Nic {
 struct World {
   const Scenario* sc = nullptr;
   FabricModel model;
-  std::vector<sg4::Host*> hosts;
+  std::vector<sg4::Host*> hosts;      // where each rank's actor runs
+  std::vector<RankEndpoints> eps;     // where its transfers start and end, by memory
+  bool staged = false;                // GPU memory goes through host bounce buffers
   std::vector<std::unique_ptr<Nic>> nics;
   std::unordered_map<std::uint32_t, MrRec> lkeys, rkeys;
   std::unordered_map<std::uint32_t, SimQp*> qps;
@@ -395,8 +401,22 @@ void launch_phase(World& w, Op& op) {
   auto pit = w.qps.find(qp->conn_.remote.qpn);
   int peer_rank = pit == w.qps.end() ? static_cast<int>(qp->conn_.remote.rank) : pit->second->rank_;
   if (peer_rank < 0 || peer_rank >= static_cast<int>(w.hosts.size())) peer_rank = qp->rank_;
-  sg4::Host* me = w.hosts[static_cast<std::size_t>(qp->rank_)];
-  sg4::Host* peer = w.hosts[static_cast<std::size_t>(peer_rank)];
+  // The endpoints by the memory each side touches: GPU memory by GPUDirect or staged, host memory
+  // (the same host when there is no node model). A send's receive buffer is not known until it
+  // arrives: it is taken to be of the sender's kind.
+  auto kind_of = [&](const std::unordered_map<std::uint32_t, MrRec>& keys, std::uint32_t key, MemoryKind dflt) {
+    auto it = keys.find(key);
+    return it == keys.end() ? dflt : it->second.kind;
+  };
+  const MemoryKind local = op.sges.empty() ? MemoryKind::host : kind_of(w.lkeys, op.sges.front().lkey, MemoryKind::host);
+  const bool rdma = op.wr.opcode != SendOpcode::send && op.wr.opcode != SendOpcode::send_with_imm;
+  const MemoryKind remote = rdma ? kind_of(w.rkeys, op.wr.rkey, local) : local;
+  auto endpoint = [&](int rank, MemoryKind k) {
+    const RankEndpoints& e = w.eps[static_cast<std::size_t>(rank)];
+    return k == MemoryKind::cuda ? (w.staged ? e.staged : e.gpu) : e.host;
+  };
+  sg4::Host* me = endpoint(qp->rank_, local);
+  sg4::Host* peer = endpoint(peer_rank, remote);
   // At least one byte: a zero-byte sendto never completes in SimGrid 3.32 (seen here), and one
   // byte costs 0.08 ns at 100 Gb/s.
   auto bytes = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(phase_wire_bytes(w, op)));
@@ -746,7 +766,7 @@ class SimMr final : public MemoryRegion {
   std::uint32_t lkey() const override { return lkey_; }
   std::uint32_t rkey() const override { return rkey_; }
   std::uint32_t access() const override { return rec_.access; }
-  MemoryKind kind() const override { return phantom(rec_.addr) ? MemoryKind::phantom : MemoryKind::host; }
+  MemoryKind kind() const override { return rec_.kind; }
 
  private:
   World& w_;
@@ -758,10 +778,8 @@ class SimPd final : public ProtectionDomain {
  public:
   SimPd(World& w, int rank) : w_(w), rank_(rank) {}
   Result<std::unique_ptr<MemoryRegion>> register_memory(void* addr, std::uint64_t length, std::uint32_t access, MemoryKind kind) override {
-    if (kind != MemoryKind::host && kind != MemoryKind::phantom)
-      return Status(Errc::not_supported, fmt::format("simgrid registers host and phantom memory (asked {})", memory_kind_name(kind)));
     RDMALAB_TRY(check_registration(addr, length, access));
-    MrRec rec{reinterpret_cast<std::uint64_t>(addr), length, access, this, rank_};
+    MrRec rec{reinterpret_cast<std::uint64_t>(addr), length, access, this, rank_, kind};
     std::uint32_t lkey = w_.next_key++;
     std::uint32_t rkey = w_.next_key++ | 0x80000000u;
     w_.lkeys[lkey] = rec;
@@ -873,8 +891,12 @@ class SimRuntime final : public Runtime {
 //              routers_<a>_and_<b>_<n>
 Topology describe_topology(const World& w) {
   Topology t;
-  const int n = static_cast<int>(w.hosts.size());
-  for (int r = 0; r < n; ++r) t.nodes.push_back({w.hosts[static_cast<std::size_t>(r)]->get_name(), "host", r, 0, -1});
+  // With a node model a fabric node is a machine of several ranks: it is named node-i and carries
+  // its first rank; the links inside it are not drawn.
+  const int per = w.model.node.on ? w.model.node.gpus : 1;
+  const int n = static_cast<int>(w.hosts.size()) / per;
+  for (int r = 0; r < n; ++r)
+    t.nodes.push_back({per > 1 || w.model.node.on ? fmt::format("node-{}", r) : w.hosts[static_cast<std::size_t>(r)]->get_name(), "host", r * per, 0, -1});
   const std::string& topo = w.model.topology;
   std::map<long, int> switch_index;  // the zone's id of a switch → node index
   auto add_switch = [&](long id, std::string name, int tier, int group) {
@@ -909,7 +931,7 @@ Topology describe_topology(const World& w) {
 
   for (sg4::Link* l : links) {
     const std::string& name = l->get_name();
-    if (name.rfind("loopback-", 0) == 0 || name.rfind("nic-", 0) == 0 || name.rfind("__", 0) == 0 ||
+    if (name.rfind("loopback-", 0) == 0 || name.rfind("nic-", 0) == 0 || name.rfind("__", 0) == 0 || name.rfind("node-", 0) == 0 ||
         name.find("_loopback") != std::string::npos || name.find("_limiter") != std::string::npos)
       continue;  // rank-local
     TopoLink tl{name, l->get_bandwidth(), l->get_latency(), {}};
@@ -1022,9 +1044,12 @@ Status simulate(const LaunchSpec& spec, const RankMain& main, const Scenario& sc
   w.sc = &sc;
   w.model = read_model(sc);
   w.model.ranks = spec.ranks;
-  w.hosts = build_platform(sc, w.model);
-  for (auto* h : w.hosts)
-    if (!h) return Status(Errc::internal, "the platform has fewer hosts than ranks");
+  w.eps = build_platform(sc, w.model);
+  for (const auto& e : w.eps) {
+    if (!e.gpu) return Status(Errc::internal, "the platform has fewer hosts than ranks");
+    w.hosts.push_back(e.gpu);
+  }
+  w.staged = gpu_staged(sc, w.model);
   w.boot_mu = sg4::Mutex::create();
   w.boot_cv = sg4::ConditionVariable::create();
   w.slots.resize(static_cast<std::size_t>(spec.ranks));
@@ -1163,8 +1188,8 @@ class SimgridBackend final : public Backend {
       defaults = std::move(parsed).value();
       sc = &defaults;
     }
-    if (sc->get_int("fabric.nodes") != spec.ranks)
-      return Status(Errc::invalid_argument, fmt::format("launch of {} ranks on a fabric of {} nodes", spec.ranks, sc->get_int("fabric.nodes")));
+    if (scenario_ranks(*sc) != spec.ranks)
+      return Status(Errc::invalid_argument, fmt::format("launch of {} ranks on a fabric of {} ranks", spec.ranks, scenario_ranks(*sc)));
     auto child = fork_child([&] {
       ChildOutcome out;
       out.status = simulate(spec, main, *sc);

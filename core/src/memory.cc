@@ -37,7 +37,7 @@ Buffer::~Buffer() {
 
 namespace {
 
-class HostMemory final : public MemoryProvider {
+class HostMemory : public MemoryProvider {
  public:
   MemoryKind kind() const override { return MemoryKind::host; }
 
@@ -140,6 +140,20 @@ class PhantomMemory final : public MemoryProvider {
   std::atomic<std::uint64_t> next_{1ull << 60};
 };
 
+// Host bytes that a simulator treats as GPU memory: the backend routes their transfers through
+// the modelled GPU's data path, and the payload checks stay real.
+class ModelledGpuMemory final : public HostMemory {
+ public:
+  MemoryKind kind() const override { return MemoryKind::cuda; }
+  Result<Buffer> allocate(std::size_t bytes) override {
+    RDMALAB_ASSIGN(Buffer b, HostMemory::allocate(bytes));
+    void* p = b.data();
+    const std::size_t n = b.size();
+    Buffer::Deleter del = b.release_deleter();
+    return Buffer(p, n, MemoryKind::cuda, del);
+  }
+};
+
 MemoryProvider* g_providers[3] = {nullptr, nullptr, nullptr};
 std::string g_unavailable[3] = {"", "this build has no CUDA support (nvcc was not found when it was configured)", ""};
 
@@ -147,6 +161,11 @@ std::string g_unavailable[3] = {"", "this build has no CUDA support (nvcc was no
 
 MemoryProvider& host_memory() {
   static HostMemory mem;
+  return mem;
+}
+
+MemoryProvider& modelled_gpu_memory() {
+  static ModelledGpuMemory mem;
   return mem;
 }
 

@@ -47,7 +47,7 @@ Schema full_schema(const BackendRegistry& backends) {
   return s;
 }
 
-int scenario_ranks(const Scenario& sc) { return static_cast<int>(sc.get_int("fabric.nodes")); }
+int scenario_ranks(const Scenario& sc) { return static_cast<int>(sc.get_int("fabric.nodes") * sc.get_int("fabric.gpus_per_node")); }
 
 Status check_run(const Scenario& sc, Backend& backend) {
   Availability av = backend.availability();

@@ -361,6 +361,20 @@ Result<Scenario> parse_scenario(const std::string& text, const std::string& file
     RDMALAB_TRY(p.set_leaf(*spec, node, loc));
   }
 
+  // Presets fill what the file and --set left unset.
+  for (const auto& preset : schema.presets()) {
+    auto sel = sc.values.find(preset.selector);
+    if (sel == sc.values.end() || sel->second.text != preset.name) continue;
+    for (const auto& [key, value_text] : preset.values) {
+      const KeySpec* spec = schema.find(key);
+      if (!spec || sc.values.count(key)) continue;
+      bool alt_set = false;
+      for (const auto& other : schema.alternatives_of(key)) alt_set = alt_set || sc.values.count(other) > 0;
+      if (alt_set) continue;
+      YAML::Node node = YAML::Load(value_text);
+      RDMALAB_TRY(p.set_leaf(*spec, node, SourceLoc{fmt::format("preset {}", preset.name), 0, 0}));
+    }
+  }
   for (const auto& [key, spec] : schema.all()) {
     if (sc.values.count(key) || spec.default_value.empty()) continue;
     auto v = parse_value(spec, spec.default_value);

@@ -13,7 +13,9 @@ Schema core_schema() {
 
   s.add_choice("fabric.topology", "star", "shape of the cluster network",
                {"star", "full", "fat_tree", "rail_optimized", "torus", "dragonfly"});
-  s.add("fabric.nodes", T::integer, "2", "number of nodes (one rank per node)", 1, 1 << 20);
+  s.add("fabric.nodes", T::integer, "2", "number of nodes (machines) on the fabric", 1, 1 << 20);
+  s.add("fabric.gpus_per_node", T::integer, "1",
+        "GPUs, and so ranks, per node: ranks = nodes × gpus_per_node, rank r on node r / gpus_per_node", 1, 64);
   s.add("fabric.link.bandwidth", T::bandwidth, "100Gbps", "bandwidth of each link, each direction", 1, 1e15);
   s.add("fabric.link.latency", T::time, "1us", "latency of each link", 0, 1);
 
@@ -37,6 +39,10 @@ Schema core_schema() {
       "workload.memory", "host",
       "where buffers live: host, cuda (GPU), or phantom (simulated only: sizes without bytes, for runs too large to hold)",
       {"host", "cuda", "phantom"});
+  s.add_choice("workload.gpu_path", "auto",
+               "how a NIC reaches GPU memory: dmabuf, peermem (both GPUDirect RDMA), staged (host bounce buffers); auto tries them in that "
+               "order",
+               {"auto", "dmabuf", "peermem", "staged"});
   // Collectives (nccl-tests conventions).
   s.add_choice("workload.dtype", "fp32", "element type of collectives", {"fp32", "fp16", "bf16", "int32", "int8"});
   s.add_choice("workload.op", "sum", "reduction operator of all_reduce, reduce_scatter and reduce", {"sum", "prod", "max", "min"});

@@ -127,7 +127,7 @@ Outcome run_plain_s4u(const Scenario& sc, int ranks, std::uint64_t chunk) {
   for (int r = 0; r < ranks; ++r) boxes.push_back(sg4::Mailbox::by_name(fmt::format("ring-{}", r)));
   Outcome out;
   for (int r = 0; r < ranks; ++r) {
-    sg4::Actor::create(fmt::format("rank-{}", r), hosts[static_cast<std::size_t>(r)], [&, r] {
+    sg4::Actor::create(fmt::format("rank-{}", r), hosts[static_cast<std::size_t>(r)].gpu, [&, r] {
       static int token = 0;
       const int steps = 2 * (ranks - 1);
       sg4::Mailbox* next = boxes[static_cast<std::size_t>((r + 1) % ranks)];

@@ -29,6 +29,13 @@ struct RankEnv {
   MemoryProvider& mem;
 };
 
+// The provider a rank allocates `kind` memory from: the modelled GPU memory on a backend that
+// models GPUs (SimGrid), else the process's provider (null when there is none).
+inline MemoryProvider* memory_for(const RankEnv& env, MemoryKind kind) {
+  if (kind == MemoryKind::cuda && env.dev.caps().models_gpu_memory) return &modelled_gpu_memory();
+  return memory_provider(kind);
+}
+
 using RankMain = std::function<Status(RankEnv&)>;
 
 // What `rdmalab devices` shows of a port (what ibv_devinfo would, at a glance).

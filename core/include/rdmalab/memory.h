@@ -51,6 +51,14 @@ class Buffer {
   std::size_t size() const { return size_; }
   MemoryKind kind() const { return kind_; }
   std::byte* bytes() const { return static_cast<std::byte*>(data_); }
+  // Gives up ownership: returns the deleter and leaves an empty buffer (the memory stays).
+  Deleter release_deleter() {
+    Deleter d = del_;
+    data_ = nullptr;
+    size_ = 0;
+    del_ = nullptr;
+    return d;
+  }
 
  private:
   void* data_ = nullptr;
@@ -104,6 +112,10 @@ RDMALAB_HD inline std::uint8_t pattern_byte(std::uint64_t seed, std::uint64_t po
 
 // The provider for host memory (always available).
 MemoryProvider& host_memory();
+// GPU memory as a simulator models it (the SimGrid backend, Capabilities::models_gpu_memory):
+// host bytes, so payload checks stay real, of kind cuda, so the backend routes transfers through
+// the modelled GPU's data path (PCIe, GPUDirect or host staging).
+MemoryProvider& modelled_gpu_memory();
 // The provider for phantom memory: allocate() hands out address ranges that no real pointer
 // can have; fill/clear/write do nothing; verify and read refuse (Errc::not_supported).
 MemoryProvider& phantom_memory();

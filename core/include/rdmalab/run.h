@@ -16,7 +16,7 @@ namespace rdmalab {
 // allowed backend and workload names filled in.
 Schema full_schema(const BackendRegistry& backends);
 
-// How many ranks a scenario runs (fabric.nodes).
+// How many ranks a scenario runs (fabric.nodes × fabric.gpus_per_node).
 int scenario_ranks(const Scenario& sc);
 
 // Everything checked before a run: backend usable, backend's own keys, workload keys and caps.

@@ -78,7 +78,18 @@ class Schema {
   // Known keys under a prefix ("workload."), for "did you mean" messages.
   std::vector<std::string> keys_under(const std::string& prefix) const;
 
+  // A preset: when the scenario sets `selector` (an enumeration key) to `name`, every key of
+  // `values` the scenario does not set itself takes the preset's value (as text, parsed like a
+  // file's). `source` says where the numbers come from (docs). Keys not in the schema are skipped.
+  struct Preset {
+    std::string selector, name, source;
+    std::vector<std::pair<std::string, std::string>> values;
+  };
+  void add_preset(Preset preset) { presets_.push_back(std::move(preset)); }
+  const std::vector<Preset>& presets() const { return presets_; }
+
  private:
+  std::vector<Preset> presets_;
   std::map<std::string, KeySpec> keys_;
   std::vector<std::pair<std::string, std::string>> alternatives_;
 };

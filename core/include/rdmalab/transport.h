@@ -43,6 +43,9 @@ struct Capabilities {
   std::uint32_t max_cq_entries = 0;
   std::uint32_t max_msg_size = 0; // bytes
   MemoryKindSet memory_kinds{};   // which memory kinds can be registered
+  // GPU memory is modelled, not real (SimGrid): workloads allocate it from
+  // modelled_gpu_memory() and need no GPU (see memory_for in backend.h).
+  bool models_gpu_memory = false;
 };
 
 // Memory access rights, combined with |. Local read is always granted.

@@ -30,7 +30,7 @@ MemoryKind memory_kind_of(const Scenario& sc) {
 
 Status check_memory(const Scenario& sc, const Capabilities& caps) {
   const MemoryKind kind = memory_kind_of(sc);
-  if (!memory_provider(kind))
+  if (!(kind == MemoryKind::cuda && caps.models_gpu_memory) && !memory_provider(kind))
     return sc.error("workload.memory", fmt::format("no {} memory here: {}", memory_kind_name(kind), memory_unavailable_reason(kind)));
   if (!caps.memory_kinds.has(kind))
     return sc.error("workload.memory", fmt::format("this backend cannot register {} memory", memory_kind_name(kind)));

@@ -106,7 +106,7 @@ struct Pair {
   Exchange remote;
   std::vector<std::uint64_t> recv_outstanding;  // posted receives per QP
 
-  Pair(RankEnv& e, Params params, Op o) : env(e), p(std::move(params)), op(o), mem(memory_provider(p.memory)) {}
+  Pair(RankEnv& e, Params params, Op o) : env(e), p(std::move(params)), op(o), mem(memory_for(e, p.memory)) {}
 
   std::uint64_t slot_off(int q, std::uint64_t slot) const { return static_cast<std::uint64_t>(q) * region + slot * size; }
   bool sends() const { return client || p.bidir; }

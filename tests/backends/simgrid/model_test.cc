@@ -346,6 +346,93 @@ TEST_F(SimgridModel, CancelStopsARunAndEndsItsRecord) {
   EXPECT_FALSE(rec->samples.empty());
 }
 
+// The node model's data paths on alpha_beta: pipelined write bandwidth is the narrowest link on
+// the path each memory kind takes (GPUDirect under one PCIe switch, across the CPU sockets,
+// staged through host memory, host memory), within 1% of it.
+TEST_F(SimgridModel, GpuDataPathsGetTheirNarrowestLink) {
+  struct Case {
+    const char* name;
+    std::vector<std::string> sets;
+    double expect_gbps;
+  };
+  // Link 100 Gb/s; PCIe 50 GB/s; sockets joined at 5 GB/s (40 Gb/s); host memory 4 GB/s (32 Gb/s).
+  const std::vector<std::string> node = {"fabric.node.model=pcie", "fabric.node.pcie_switches=2", "fabric.node.sockets=2",
+                                         "fabric.node.pcie.bandwidth=50GB/s", "fabric.node.socket.bandwidth=5GB/s",
+                                         "fabric.node.memory.bandwidth=4GB/s", "fabric.node.staging_overhead=0s",
+                                         "fabric.node.gpu_switch=[0]", "fabric.node.switch_socket=[0, 1]"};
+  const std::vector<Case> cases = {
+      {"GPUDirect, GPU and NIC under one switch", {"workload.memory=cuda", "fabric.node.nic_switch=[0]"}, 100.0},
+      {"GPUDirect, NIC on the other socket", {"workload.memory=cuda", "fabric.node.nic_switch=[1]"}, 40.0},
+      {"staged through host memory", {"workload.memory=cuda", "workload.gpu_path=staged", "fabric.node.nic_switch=[0]"}, 32.0},
+      {"GPUDirect off: auto stages", {"workload.memory=cuda", "fabric.node.gpudirect=false", "fabric.node.nic_switch=[0]"}, 32.0},
+      {"host memory", {"workload.memory=host", "fabric.node.nic_switch=[0]"}, 32.0},
+  };
+  auto backend = all_backends().make("simgrid");
+  for (const auto& c : cases) {
+    std::vector<std::string> sets = node;
+    sets.insert(sets.end(), c.sets.begin(), c.sets.end());
+    for (const char* x : {"fabric.nodes=2", "workload.type=write_bw", "workload.size=4MiB", "workload.iterations=200"}) sets.emplace_back(x);
+    Scenario sc = scenario(kStar, sets);
+    RunOutcome out = run_scenario(sc, **backend);
+    ASSERT_TRUE(out.status.is_ok()) << c.name << ": " << out.status.to_string();
+    ASSERT_EQ(out.rows.size(), 1u);
+    const double got = out.rows[0].bw_gbps;
+    std::printf("  %-44s measured %8.3f Gb/s   formula %8.3f Gb/s   ratio %.5f\n", c.name, got, c.expect_gbps, got / c.expect_gbps);
+    EXPECT_NEAR(got / c.expect_gbps, 1.0, 0.01) << c.name;
+    EXPECT_EQ(out.rows[0].errors, 0u) << c.name;
+  }
+}
+
+TEST_F(SimgridModel, NodeModelKeysAreChecked) {
+  auto backend = all_backends().make("simgrid");
+  auto check = [&](std::vector<std::string> sets) {
+    auto sc = parse_scenario(kStar, "model_test.yaml", sets, full_schema(all_backends()));
+    if (!sc) return sc.status().message();
+    Status st = (*backend)->check(*sc);
+    return st ? std::string("ok") : st.message();
+  };
+  EXPECT_NE(check({"fabric.gpus_per_node=4"}).find("fabric.gpus_per_node: 4 GPUs per node need a node model"), std::string::npos);
+  EXPECT_NE(check({"fabric.node.model=pcie", "fabric.gpus_per_node=2", "fabric.node.gpu_switch=[0]"})
+                .find("fabric.node.gpu_switch: has 1 entries; it needs one per GPU (2)"),
+            std::string::npos);
+  EXPECT_NE(check({"fabric.node.model=pcie", "fabric.node.nics=2", "fabric.node.gpu_nic=[3]"})
+                .find("fabric.node.gpu_nic: entry 0 is 3, but there are only 2"),
+            std::string::npos);
+  EXPECT_NE(check({"fabric.node.model=pcie", "fabric.node.gpudirect=false", "workload.gpu_path=dmabuf"})
+                .find("dmabuf is GPUDirect RDMA, which this node does not have"),
+            std::string::npos);
+  EXPECT_NE(check({"fabric.node.model=pcie", "fabric.topology=full"}).find("not full"), std::string::npos);
+  // A preset fills what the scenario leaves unset, and yields to what it sets.
+  const char* bare = "backend: simgrid\nfabric: { topology: star }\n";
+  auto sc = parse_scenario(bare, "model_test.yaml", {"fabric.preset=cx7-ndr-h100", "fabric.node.nics=4"}, full_schema(all_backends()));
+  ASSERT_TRUE(sc.is_ok()) << sc.status().message();
+  EXPECT_DOUBLE_EQ(sc->get_bandwidth("fabric.link.bandwidth"), 50e9);
+  EXPECT_EQ(sc->get_int("fabric.gpus_per_node"), 8);
+  EXPECT_EQ(sc->get_int("fabric.node.nics"), 4);
+  EXPECT_EQ(sc->loc("fabric.link.bandwidth").file, "preset cx7-ndr-h100");
+  EXPECT_NE(check({"fabric.preset=cx7-ndr-h100", "fabric.node.nics=4"}).find("fabric.node.nic_switch: has 8 entries"), std::string::npos);
+}
+
+// Eight ranks per node of a preset node, all writing GPU memory to the other node: each pair
+// through its own NIC at line rate; with the NICs across the socket link, the link limits.
+TEST_F(SimgridModel, PresetNodeGpuDirectAndCrossSocket) {
+  auto backend = all_backends().make("simgrid");
+  auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> sets = {"fabric.preset=cx7-ndr-h100", "fabric.model=alpha_beta", "fabric.nodes=2", "workload.type=write_bw",
+                                     "workload.size=4MiB", "workload.iterations=50", "workload.memory=cuda"};
+    sets.insert(sets.end(), extra.begin(), extra.end());
+    Scenario sc = scenario("backend: simgrid\nfabric: { topology: star }\n", sets);
+    RunOutcome out = run_scenario(sc, **backend);
+    EXPECT_TRUE(out.status.is_ok()) << out.status.to_string();
+    return out.rows.empty() ? 0.0 : out.rows[0].bw_gbps;
+  };
+  const double near = run({}), far = run({"fabric.node.gpu_nic=[4, 5, 6, 7, 0, 1, 2, 3]"});
+  std::printf("  8 pairs, GPUDirect: NIC under the GPU's switch %.1f Gb/s, NIC on the other socket %.1f Gb/s\n", near, far);
+  EXPECT_NEAR(near / (8 * 400.0), 1.0, 0.01);
+  // Four flows each way share the 60 GB/s socket link: 15 GB/s = 120 Gb/s per pair.
+  EXPECT_NEAR(far / (8 * 120.0), 1.0, 0.01);
+}
+
 TEST(Record, FollowerReadsOnlyCompleteLines) {
   const std::string path = ::testing::TempDir() + "/rdmalab-follow-test.jsonl";
   std::ofstream out(path);
