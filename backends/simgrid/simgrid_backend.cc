@@ -895,15 +895,17 @@ Topology describe_topology(const World& w) {
   // its first rank; the links inside it are not drawn.
   const int per = w.model.node.on ? w.model.node.gpus : 1;
   const int n = static_cast<int>(w.hosts.size()) / per;
+  const NodeModel& nm = w.model.node;
   for (int r = 0; r < n; ++r)
-    t.nodes.push_back({per > 1 || w.model.node.on ? fmt::format("node-{}", r) : w.hosts[static_cast<std::size_t>(r)]->get_name(), "host", r * per, 0, -1});
+    t.nodes.push_back({nm.on ? fmt::format("node-{}", r) : w.hosts[static_cast<std::size_t>(r)]->get_name(), "host", r * per, 0, -1,
+                       nm.on ? nm.gpus : 0, nm.on ? nm.nics : 0, nm.on ? nm.switches : 0, nm.on ? nm.sockets : 0});
   const std::string& topo = w.model.topology;
   std::map<long, int> switch_index;  // the zone's id of a switch → node index
   auto add_switch = [&](long id, std::string name, int tier, int group) {
     auto it = switch_index.find(id);
     if (it != switch_index.end()) return it->second;
     int idx = static_cast<int>(t.nodes.size());
-    t.nodes.push_back({std::move(name), "switch", -1, tier, group});
+    t.nodes.push_back({std::move(name), "switch", -1, tier, group, 0, 0, 0, 0});
     switch_index.emplace(id, idx);
     return idx;
   };

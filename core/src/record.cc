@@ -63,6 +63,12 @@ void RecordWriter::topology(const Topology& t) {
   for (const auto& n : t.nodes) {
     json jn{{"name", n.name}, {"kind", n.kind}, {"rank", n.rank}, {"tier", n.tier}};
     if (n.group >= 0) jn["group"] = n.group;
+    if (n.gpus > 0) {
+      jn["gpus"] = n.gpus;
+      jn["nics"] = n.nics;
+      jn["pcie_switches"] = n.pcie_switches;
+      jn["sockets"] = n.sockets;
+    }
     nodes.push_back(std::move(jn));
   }
   for (const auto& l : t.links)
@@ -119,7 +125,8 @@ Status apply_line(Record& r, bool& header, const std::string& line, const std::s
     } else if (type == "topology") {
       r.topology = {};
       for (const auto& n : j.at("nodes"))
-        r.topology.nodes.push_back({n.at("name"), n.at("kind"), n.value("rank", -1), n.value("tier", 0), n.value("group", -1)});
+        r.topology.nodes.push_back({n.at("name"), n.at("kind"), n.value("rank", -1), n.value("tier", 0), n.value("group", -1),
+                                    n.value("gpus", 0), n.value("nics", 0), n.value("pcie_switches", 0), n.value("sockets", 0)});
       const int nn = static_cast<int>(r.topology.nodes.size());
       for (const auto& l : j.at("links")) {
         TopoLink tl{l.at("name"), l.at("bandwidth_Bps"), l.at("latency_s"), l.value("ends", std::vector<int>{})};

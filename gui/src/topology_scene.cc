@@ -135,6 +135,18 @@ void TopologyScene::layoutTree(const Topology& topo) {
     }
   }
   for (int h : orphans) add_node({h}, QString::fromStdString(topo.nodes[static_cast<std::size_t>(h)].name), false, 0);
+  // Nodes with a model inside: GPUs and NICs written under each (when there is room).
+  if (!collapsed_ && hosts <= 32)
+    for (auto& dn : nodes_)
+      if (dn.members.size() == 1) {
+        const auto& tn = topo.nodes[static_cast<std::size_t>(dn.members[0])];
+        if (tn.gpus > 0) {
+          auto* t = addSimpleText(QStringLiteral("%1 GPU\n%2 NIC").arg(tn.gpus).arg(tn.nics));
+          t->setParentItem(dn.item);
+          t->setScale(0.7);
+          t->setPos(-4, kHostSize + 2);
+        }
+      }
 
   // Rows centred on the widest one.
   std::size_t widest = 1;
@@ -250,7 +262,16 @@ QString TopologyScene::describeAt(QPointF pos) const {
     QString s = n.label;
     if (n.members.size() == 1) {
       const auto& tn = topo_.nodes[static_cast<std::size_t>(n.members[0])];
-      s += tn.kind == "host" ? QStringLiteral("\nrank %1").arg(tn.rank) : QStringLiteral("\nswitch, tier %1").arg(tn.tier);
+      if (tn.kind == "host" && tn.gpus > 0)
+        s += QStringLiteral("\nranks %1–%2: %3 GPUs, %4 NICs, %5 PCIe switches, %6 CPU sockets")
+                 .arg(tn.rank)
+                 .arg(tn.rank + tn.gpus - 1)
+                 .arg(tn.gpus)
+                 .arg(tn.nics)
+                 .arg(tn.pcie_switches)
+                 .arg(tn.sockets);
+      else
+        s += tn.kind == "host" ? QStringLiteral("\nrank %1").arg(tn.rank) : QStringLiteral("\nswitch, tier %1").arg(tn.tier);
       if (tn.group >= 0) s += QStringLiteral(", group %1").arg(tn.group);
     }
     // Its links: how busy now and at most.

@@ -21,6 +21,9 @@ struct TopoNode {
   int rank = -1;     // for hosts
   int tier = 0;      // 0 for hosts; switches: 1 for those next to hosts (leaves, routers), then up
   int group = -1;    // a dragonfly router's group; -1 when the topology has none
+  // Hosts under a node model (fabric.node.model: pcie): the node's GPUs (= its ranks, from
+  // `rank` on), NICs, PCIe switches and CPU sockets; 0 when the node has no model.
+  int gpus = 0, nics = 0, pcie_switches = 0, sockets = 0;
 };
 
 struct TopoLink {

@@ -274,6 +274,9 @@ TEST_F(SimgridModel, RecordedTopologyHasEveryLinksEndsOnEveryZone) {
   };
   const std::vector<Case> cases = {
       {"star", {"fabric.topology=star", "fabric.nodes=4"}, 4, 1, 1},
+      {"star of 2-GPU nodes", {"fabric.topology=star", "fabric.nodes=3", "fabric.gpus_per_node=2", "fabric.node.model=pcie"}, 3, 1, 1},
+      {"fat_tree of 2-GPU nodes", {"fabric.topology=fat_tree", "fabric.nodes=4", "fabric.fat_tree.levels=2", "fabric.fat_tree.down=[2,2]",
+                                   "fabric.fat_tree.up=[1,2]", "fabric.gpus_per_node=2", "fabric.node.model=pcie"}, 4, 4, 2},
       {"full", {"fabric.topology=full", "fabric.nodes=4"}, 4, 0, 0},
       {"fat_tree 2:1", {"fabric.topology=fat_tree", "fabric.nodes=16", "fabric.fat_tree.levels=2", "fabric.fat_tree.down=[4,4]",
                         "fabric.fat_tree.up=[1,2]"}, 16, 6, 2},
@@ -304,6 +307,12 @@ TEST_F(SimgridModel, RecordedTopologyHasEveryLinksEndsOnEveryZone) {
       }
     }
     EXPECT_EQ(hosts, c.hosts) << c.name;
+    for (const auto& node : rec->topology.nodes)
+      if (node.kind == "host") {
+        const int per = static_cast<int>(sc.get_int("fabric.gpus_per_node"));
+        EXPECT_EQ(node.gpus, sc.get_string("fabric.node.model") == "pcie" ? per : 0) << c.name;
+        EXPECT_EQ(node.rank % per, 0) << c.name << ": a node carries its first rank";
+      }
     EXPECT_EQ(switches, c.switches) << c.name;
     EXPECT_EQ(max_tier, c.max_tier) << c.name;
     std::vector<int> degree(rec->topology.nodes.size(), 0);
