@@ -97,6 +97,8 @@ struct Op {
   int phase = 0;
   bool needs_phase1 = false;
   sg4::CommPtr comm;
+  sg4::Host* src = nullptr;  // the endpoints of the current phase's transfer
+  sg4::Host* dst = nullptr;
   double timer_at = -1;  // start (or restart after RNR) of the current phase at this time
   bool done = false;
   WcStatus status = WcStatus::success;
@@ -420,7 +422,9 @@ void launch_phase(World& w, Op& op) {
   // At least one byte: a zero-byte sendto never completes in SimGrid 3.32 (seen here), and one
   // byte costs 0.08 ns at 100 Gb/s.
   auto bytes = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(phase_wire_bytes(w, op)));
-  op.comm = op.phase == 0 ? sg4::Comm::sendto_async(me, peer, bytes) : sg4::Comm::sendto_async(peer, me, bytes);
+  op.src = op.phase == 0 ? me : peer;
+  op.dst = op.phase == 0 ? peer : me;
+  op.comm = sg4::Comm::sendto_async(op.src, op.dst, bytes);
 }
 
 // Schedules phase 0 of a new request through the NIC's message-rate gate and latency.
@@ -1072,8 +1076,17 @@ Status simulate(const LaunchSpec& spec, const RankMain& main, const Scenario& sc
     rec.topology(topo);
     sg4::Actor::create("sampler", w.hosts[0], [&w, &rec, topo, interval = spec.record_interval_s] {
       std::vector<sg4::Link*> links;
-      for (const auto& l : topo.links) links.push_back(sg4::Link::by_name(l.name));
+      std::unordered_map<std::string, int> link_index;
+      for (const auto& l : topo.links) {
+        links.push_back(sg4::Link::by_name(l.name));
+        link_index.emplace(l.name, static_cast<int>(link_index.size()));
+      }
       std::vector<double> last(w.nics.size(), 0);
+      // Routes of the transfers seen so far, by their endpoints; numbered as written.
+      std::map<std::pair<sg4::Host*, sg4::Host*>, int> routes;
+      std::unordered_map<sg4::Host*, int> rank_of;
+      for (std::size_t r = 0; r < w.eps.size(); ++r)
+        for (sg4::Host* h : {w.eps[r].gpu, w.eps[r].staged, w.eps[r].host}) rank_of[h] = static_cast<int>(r);
       while (true) {
         sg4::this_actor::sleep_for(interval);
         Sample s;
@@ -1091,6 +1104,21 @@ Status simulate(const LaunchSpec& spec, const RankMain& main, const Scenario& sc
           for (SimQp* qp : w.nics[r]->qps)
             for (const auto& op : qp->inflight_)
               if (op->comm && op->phase == 0 && !op->done && op->len > 0 && op->wr.opcode != SendOpcode::rdma_read) {
+                auto key = std::make_pair(op->src, op->dst);
+                auto rit = routes.find(key);
+                if (rit == routes.end()) {
+                  std::vector<sg4::Link*> path;
+                  double lat = 0;
+                  op->src->route_to(op->dst, path, &lat);
+                  Route rt{rank_of[op->src], rank_of[op->dst], {}};
+                  for (sg4::Link* l : path) {
+                    auto li = link_index.find(l->get_name());
+                    if (li != link_index.end()) rt.links.push_back(li->second);
+                  }
+                  rec.route(rt);
+                  rit = routes.emplace(key, static_cast<int>(routes.size())).first;
+                }
+                if (s.flows.empty() || s.flows.back() != rit->second) s.flows.push_back(rit->second);
                 const double on_wire = std::max(1.0, phase_wire_bytes(w, *op));
                 wire.emplace_back(op->comm, on_wire);
                 ratio.push_back(static_cast<double>(op->len) / on_wire);
@@ -1108,6 +1136,8 @@ Status simulate(const LaunchSpec& spec, const RankMain& main, const Scenario& sc
           s.rank_tx_Bps.push_back((sent[r] - last[r]) / interval);
           last[r] = sent[r];
         }
+        std::sort(s.flows.begin(), s.flows.end());
+        s.flows.erase(std::unique(s.flows.begin(), s.flows.end()), s.flows.end());
         rec.sample(s);
       }
     })->daemonize();

@@ -76,10 +76,16 @@ void RecordWriter::topology(const Topology& t) {
   out_ << json{{"type", "topology"}, {"nodes", nodes}, {"links", links}}.dump() << '\n';
 }
 
+void RecordWriter::route(const Route& r) {
+  out_ << json{{"type", "route"}, {"src", r.src}, {"dst", r.dst}, {"links", r.links}}.dump() << '\n';
+}
+
 void RecordWriter::sample(const Sample& s) {
   json util = json::array();
   for (const auto& [i, u] : s.link_util) util.push_back({i, u});
-  out_ << json{{"type", "sample"}, {"t", s.t}, {"link_util", util}, {"rank_tx_Bps", s.rank_tx_Bps}}.dump() << '\n';
+  json j{{"type", "sample"}, {"t", s.t}, {"link_util", util}, {"rank_tx_Bps", s.rank_tx_Bps}};
+  if (!s.flows.empty()) j["flows"] = s.flows;
+  out_ << j.dump() << '\n';
   // A reader may follow the file while it grows (the dashboard's live view): hand it over to
   // the OS about ten times a second of wall time, not after every sample.
   auto now = std::chrono::steady_clock::now();
@@ -146,7 +152,19 @@ Status apply_line(Record& r, bool& header, const std::string& line, const std::s
         s.link_util.emplace_back(i, u.at(1).get<double>());
       }
       s.rank_tx_Bps = j.at("rank_tx_Bps").get<std::vector<double>>();
+      s.flows = j.value("flows", std::vector<int>{});
+      for (int f : s.flows)
+        if (f < 0 || f >= static_cast<int>(r.routes.size()))
+          return Status(Errc::invalid_argument,
+                        fmt::format("{}:{}: sample names route {}, but {} routes came before it", path, lineno, f, r.routes.size()));
       r.samples.push_back(std::move(s));
+    } else if (type == "route") {
+      Route rt{j.at("src").get<int>(), j.at("dst").get<int>(), j.at("links").get<std::vector<int>>()};
+      const int nl = static_cast<int>(r.topology.links.size());
+      for (int l : rt.links)
+        if (l < 0 || l >= nl)
+          return Status(Errc::invalid_argument, fmt::format("{}:{}: route crosses link {}, but the topology has {} links", path, lineno, l, nl));
+      r.routes.push_back(std::move(rt));
     } else if (type == "rows") {
       r.rows = rows_from_json(j.at("rows").dump());
     } else if (type == "end") {

@@ -162,6 +162,8 @@ MainWindow::MainWindow(const BackendRegistry& backends, QWidget* parent)
     result_chart_->setRows(data_->record().rows);
   });
   connect(timeline_, &QSlider::valueChanged, data_, &RunData::setCursor);
+  connect(data_, &RunData::cursorChanged, this, &MainWindow::updateFlows);
+  connect(scene_, &TopologyScene::nodeSelected, this, &MainWindow::updateFlows);
   connect(scene_, &TopologyScene::nodeSelected, this, [this](int node) {
     const auto& nodes = data_->record().topology.nodes;
     std::vector<int> ranks;
@@ -227,6 +229,24 @@ void MainWindow::followLive() {
     return;
   }
   if (*got > 0) data_->update(follower_->record(), /*follow=*/timeline_->value() >= timeline_->maximum());
+}
+
+void MainWindow::updateFlows() {
+  std::vector<int> links;
+  const int node = scene_->selectedNode();
+  const Record& rec = data_->record();
+  const int c = data_->cursor();
+  if (node >= 0 && c >= 0 && c < data_->sampleCount()) {
+    const TopoNode& n = rec.topology.nodes[static_cast<std::size_t>(node)];
+    if (n.rank >= 0) {
+      const int lo = n.rank, hi = n.rank + std::max(1, n.gpus) - 1;  // a node-model host holds several ranks
+      for (int f : rec.samples[static_cast<std::size_t>(c)].flows) {
+        const Route& r = rec.routes[static_cast<std::size_t>(f)];
+        if ((r.src >= lo && r.src <= hi) || (r.dst >= lo && r.dst <= hi)) links.insert(links.end(), r.links.begin(), r.links.end());
+      }
+    }
+  }
+  scene_->setHighlightedLinks(links);
 }
 
 void MainWindow::refreshTimeline() {

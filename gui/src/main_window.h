@@ -55,6 +55,8 @@ class MainWindow : public QMainWindow {
 
  private:
   void followLive();
+  // Highlights the routes of the selected node's transfers in flight at the cursor.
+  void updateFlows();
   void refreshTimeline();
 
   const BackendRegistry& backends_;

@@ -37,6 +37,8 @@ void TopologyScene::build(const Topology& topo) {
   util_.assign(topo.links.size(), 0.0);
   peak_.assign(topo.links.size(), 0.0);
   selected_ = -1;
+  flow_links_.assign(topo.links.size(), 0);
+  any_flow_ = false;
   collapsed_ = false;
   int max_tier = 0;
   for (const auto& n : topo.nodes) max_tier = std::max(max_tier, n.tier);
@@ -201,12 +203,14 @@ void TopologyScene::restyle(DrawnLink& l) const {
   double u = 0;
   for (int m : l.members) u = std::max(u, util_[static_cast<std::size_t>(m)]);
   l.util = u;
-  const bool sel = selected_ >= 0 && (std::find(nodes_[static_cast<std::size_t>(l.a)].members.begin(),
+  bool on_flow = false;
+  for (int m : l.members) on_flow = on_flow || (static_cast<std::size_t>(m) < flow_links_.size() && flow_links_[static_cast<std::size_t>(m)]);
+  const bool sel = on_flow || (selected_ >= 0 && (std::find(nodes_[static_cast<std::size_t>(l.a)].members.begin(),
                                                 nodes_[static_cast<std::size_t>(l.a)].members.end(), selected_) !=
                                           nodes_[static_cast<std::size_t>(l.a)].members.end() ||
                                       std::find(nodes_[static_cast<std::size_t>(l.b)].members.begin(),
                                                 nodes_[static_cast<std::size_t>(l.b)].members.end(), selected_) !=
-                                          nodes_[static_cast<std::size_t>(l.b)].members.end());
+                                          nodes_[static_cast<std::size_t>(l.b)].members.end()));
   // Many links side by side: thinner, so they do not merge into one block.
   const double extra = links_.size() > 150 ? 1.5 : 4.0;
   QPen pen(sel ? QColor(30, 90, 255) : colourFor(u), (sel ? 2.5 : links_.size() > 150 ? 0.6 : 1.0) + extra * std::min(1.0, u));
@@ -221,10 +225,20 @@ void TopologyScene::setUtilisation(const std::vector<double>& util, const std::v
   for (auto& l : links_) {
     double u = 0;
     for (int m : l.members) u = std::max(u, util_[static_cast<std::size_t>(m)]);
-    if (u == l.util && selected_ < 0) continue;  // unchanged: no repaint
+    if (u == l.util && selected_ < 0 && !any_flow_) continue;  // unchanged: no repaint
     restyle(l);
   }
 }
+
+void TopologyScene::setHighlightedLinks(const std::vector<int>& links) {
+  flow_links_.assign(topo_.links.size(), 0);
+  any_flow_ = !links.empty();
+  for (int l : links)
+    if (l >= 0 && static_cast<std::size_t>(l) < flow_links_.size()) flow_links_[static_cast<std::size_t>(l)] = 1;
+  for (auto& l : links_) restyle(l);
+}
+
+bool TopologyScene::highlighted(int d) const { return links_[static_cast<std::size_t>(d)].item->pen().color() == QColor(30, 90, 255); }
 
 void TopologyScene::selectNode(int node) {
   if (node >= static_cast<int>(topo_.nodes.size())) node = -1;

@@ -34,6 +34,9 @@ class TopologyScene : public QGraphicsScene {
   void setUtilisation(const std::vector<double>& util, const std::vector<double>& peak);
   // Highlights a node (topology index) and its links; -1 clears.
   void selectNode(int node);
+  // Also highlights these topology links (the routes of the selected node's flows).
+  void setHighlightedLinks(const std::vector<int>& links);
+  bool highlighted(int drawn_link) const;
   int selectedNode() const { return selected_; }
 
   // What the scene shows, for views and tests.
@@ -81,6 +84,8 @@ class TopologyScene : public QGraphicsScene {
   std::vector<int> node_to_drawn_, link_to_drawn_;
   std::vector<double> util_, peak_;
   int selected_ = -1;
+  std::vector<char> flow_links_;  // per topology link: on a route of the selected node's flows
+  bool any_flow_ = false;
   bool collapsed_ = false;
   double tier_gap_ = 0;
 };

@@ -89,6 +89,19 @@ class DashboardTest : public QObject {
     w.topologyScene()->selectNode(0);
     QCOMPARE(w.throughputChart()->seriesCount(), before + 1);
     QCOMPARE(w.topologyScene()->linkColour(w.topologyScene()->drawnLinkOf(0)), QColor(30, 90, 255));
+    // Its flows: mid-run rank 0 writes to rank 8 across the spine; the route's links light up,
+    // among them the far leaf's link down to node-8.
+    w.timeline()->setValue(w.data()->sampleCount() / 2);
+    QVERIFY(!r.routes.empty());
+    int down_to_8 = -1;
+    for (std::size_t i = 0; i < r.topology.links.size(); ++i)
+      if (r.topology.links[i].ends.size() == 2 && r.topology.nodes[static_cast<std::size_t>(r.topology.links[i].ends[1])].name == "node-8")
+        down_to_8 = static_cast<int>(i);
+    QVERIFY(down_to_8 >= 0);
+    QVERIFY(w.topologyScene()->highlighted(w.topologyScene()->drawnLinkOf(down_to_8)));
+    w.topologyScene()->selectNode(-1);
+    QVERIFY(!w.topologyScene()->highlighted(w.topologyScene()->drawnLinkOf(down_to_8)));
+    w.topologyScene()->selectNode(0);
     // Hovering a node or a link describes it from the data.
     TopologyScene* sc = w.topologyScene();
     const QString node_tip = sc->describeAt(sc->nodeCentre(0));

@@ -42,6 +42,13 @@ struct Sample {
   double t = 0;                                 // seconds (simulated on simgrid)
   std::vector<std::pair<int, double>> link_util;  // (link index, used / capacity), links in use only
   std::vector<double> rank_tx_Bps;              // bytes/s each rank sent over the last interval
+  std::vector<int> flows;                       // routes (Record::routes) with a transfer in flight now
+};
+
+// The links a transfer from one rank to another crosses (topology link indices, in order).
+struct Route {
+  int src = 0, dst = 0;
+  std::vector<int> links;
 };
 
 struct Record {
@@ -49,6 +56,7 @@ struct Record {
   int ranks = 0;
   double interval_s = 0;
   Topology topology;
+  std::vector<Route> routes;  // numbered in order of appearance; samples name them
   std::vector<Sample> samples;
   std::vector<ResultRow> rows;
   std::string status;  // ok | failed | "" when the run did not finish
@@ -61,6 +69,8 @@ class RecordWriter {
   Status open(const std::string& path, bool append);
   void header(const std::string& scenario, const std::string& backend, int ranks, double interval_s);
   void topology(const Topology& t);
+  // A route gets the next number (0, 1, …); write it before the first sample that names it.
+  void route(const Route& r);
   void sample(const Sample& s);
   void rows(const std::vector<ResultRow>& rows);
   void end(const std::string& status);

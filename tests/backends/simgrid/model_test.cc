@@ -256,6 +256,15 @@ TEST_F(SimgridModel, RecordHoldsTopologySamplesAndRows) {
   double max_util = 0;
   for (auto [i, u] : mid.link_util) max_util = std::max(max_util, u);
   EXPECT_NEAR(max_util, 1.0, 1e-6);
+  // The transfers' route: rank 0's uplink, then rank 1's downlink; samples mid-run name it.
+  ASSERT_FALSE(rec->routes.empty());
+  const Route& rt = rec->routes[0];
+  EXPECT_EQ(rt.src, 0);
+  EXPECT_EQ(rt.dst, 1);
+  ASSERT_EQ(rt.links.size(), 2u);
+  EXPECT_EQ(rec->topology.links[static_cast<std::size_t>(rt.links[0])].name, "link-0_UP");
+  EXPECT_EQ(rec->topology.links[static_cast<std::size_t>(rt.links[1])].name, "link-1_DOWN");
+  EXPECT_EQ(mid.flows, std::vector<int>{0});
   ASSERT_EQ(rec->rows.size(), 1u);
   EXPECT_EQ(rec->rows[0].workload, "write_bw");
   double sent = 0;
@@ -467,6 +476,11 @@ TEST(Record, FollowerReadsOnlyCompleteLines) {
   ASSERT_FALSE(got.is_ok()) << "link 7 does not exist";
   EXPECT_NE(got.status().message().find(":4: sample names link 7, but the topology has 1 links"), std::string::npos) << got.status().message();
   EXPECT_EQ(f.record().samples.size(), 1u) << "the good lines before the bad one are kept";
+  out << "{\"type\":\"sample\",\"t\":3e-5,\"link_util\":[],\"rank_tx_Bps\":[1,2],\"flows\":[0]}\n";
+  out.flush();
+  got = f.poll();
+  ASSERT_FALSE(got.is_ok());
+  EXPECT_NE(got.status().message().find(":5: sample names route 0, but 0 routes came before it"), std::string::npos) << got.status().message();
 }
 
 TEST(Record, ReadingABadFileSaysWhereAndWhy) {
