@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -48,5 +49,47 @@ Status copy(void* dst, const void* src, std::size_t bytes);
 
 // Seconds one call of `fn` takes on the GPU, timed with events, best of `reps` after a warm-up.
 double time_gpu(int reps, const std::function<void()>& fn);
+
+}  // namespace rdmalab::gpu
+
+namespace rdmalab::gpu {
+
+// The staged path of GPU memory (what NCCL does without GPUDirect RDMA): pinned host bounce
+// buffers, a ring of `depth` chunks, and cudaMemcpyAsync on a stream of its own, so that the copy
+// of the next chunks runs while the current one is handed over (to the NIC). Not thread-safe.
+class StagingPipeline {
+ public:
+  // Errors: no_memory (pinned memory), not_supported (no GPU), invalid_argument (chunk 0, depth < 1).
+  static Result<std::unique_ptr<StagingPipeline>> create(std::size_t chunk, int depth);
+  ~StagingPipeline();
+  StagingPipeline(const StagingPipeline&) = delete;
+  StagingPipeline& operator=(const StagingPipeline&) = delete;
+
+  std::size_t chunk() const { return chunk_; }
+  int depth() const { return depth_; }
+
+  // GPU → host: copies gpu_src[0, len) chunk by chunk into the bounce ring and calls
+  // consume(host, offset, n) for each chunk in order, as soon as its copy is done, while the
+  // following copies run. The host pointer is valid until consume returns. Blocking.
+  Status to_host(const void* gpu_src, std::size_t len, const std::function<Status(const void*, std::size_t, std::size_t)>& consume);
+  // Host → GPU: produce(host, offset, n) fills a bounce chunk (from the network), which is then
+  // copied to gpu_dst + offset while the next chunk is produced. Returns when all has landed.
+  Status to_gpu(void* gpu_dst, std::size_t len, const std::function<Status(void*, std::size_t, std::size_t)>& produce);
+
+ private:
+  StagingPipeline() = default;
+  std::size_t chunk_ = 0;
+  int depth_ = 0;
+  void* bounce_ = nullptr;  // depth × chunk bytes, pinned
+  void* stream_ = nullptr;  // cudaStream_t
+  std::vector<void*> events_;
+};
+
+// Plain copies between GPU memory and pinned host memory (the staged path's reference rate).
+// Errors: no_memory; synchronous.
+Result<void*> alloc_pinned(std::size_t bytes);
+void free_pinned(void* p);
+Status copy_to_host(void* host, const void* gpu, std::size_t bytes);
+Status copy_to_gpu(void* gpu, const void* host, std::size_t bytes);
 
 }  // namespace rdmalab::gpu
