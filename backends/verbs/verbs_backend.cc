@@ -24,6 +24,7 @@
 #include <functional>
 #include <unordered_map>
 #include <random>
+#include <mutex>
 #include <thread>
 
 #include "common/child_process.h"
@@ -394,6 +395,7 @@ class VDevice final : public Device {
   const Selected& sel() const { return s_; }
   int rank() const { return rank_; }
   Bootstrap* boot = nullptr;  // for peer-health checks while waiting
+  std::string gpu_path = "auto";  // workload.gpu_path: how GPU memory is registered
 
  private:
   Selected s_;
@@ -679,11 +681,74 @@ Status VQp::post_recv(std::span<const RecvWr> wrs, std::size_t* bad_index) {
   return Status::ok();
 }
 
+namespace {
+
+// Says once per process how GPU memory reached the NIC, and why the better paths did not.
+void report_gpu_path(const std::string& taken, const std::vector<std::string>& refused) {
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    std::string why;
+    for (const auto& r : refused) why += (why.empty() ? " (" : "; ") + r;
+    std::fprintf(stderr, "rdmalab verbs: GPU memory registered by %s%s\n", taken.c_str(), why.empty() ? "" : (why + ")").c_str());
+  });
+}
+
+bool module_loaded(const char* name) { return ::access(fmt::format("/sys/module/{}", name).c_str(), F_OK) == 0; }
+
+}  // namespace
+
+// GPU memory, in workload.gpu_path's order (auto: dmabuf, then peermem, then staged):
+//   dmabuf   the provider exports the range as a dmabuf (cuMemGetHandleForAddressRange), and
+//            ibv_reg_dmabuf_mr registers it (perftest --use_cuda_dmabuf; open GPU kernel modules);
+//   peermem  ibv_reg_mr on the device pointer, which nvidia_peermem resolves (perftest --use_cuda);
+//   staged   host bounce buffers: not offered by this backend yet (loopback and the SimGrid model
+//            run it); it is named in the refusal so the reason is complete.
+Result<ibv_mr*> register_gpu(ibv_pd* pd, void* addr, std::uint64_t length, int access, const std::string& path) {
+  std::vector<std::string> refused;
+  MemoryProvider* gpu = memory_provider(MemoryKind::cuda);
+  if (path == "auto" || path == "dmabuf") {
+    if (!gpu) {
+      refused.push_back(fmt::format("dmabuf: {}", memory_unavailable_reason(MemoryKind::cuda)));
+    } else if (auto r = gpu->export_dmabuf(addr, length); !r) {
+      refused.push_back(fmt::format("dmabuf: {}", r.status().message()));
+    } else {
+      ibv_mr* mr = ibv_reg_dmabuf_mr(pd, r->offset, length, reinterpret_cast<std::uint64_t>(addr), r->fd, access);
+      const int err = errno;
+      ::close(r->fd);  // the MR holds its own reference
+      if (mr) {
+        report_gpu_path("dmabuf (GPUDirect RDMA)", refused);
+        return mr;
+      }
+      refused.push_back(fmt::format("dmabuf: ibv_reg_dmabuf_mr failed ({}){}", std::strerror(err),
+                                    err == EOPNOTSUPP || err == ENOSYS ? ": this NIC's driver cannot import dmabuf (needs kernel 5.12+ and mlx5)" : ""));
+    }
+  }
+  if (path == "auto" || path == "peermem") {
+    ibv_mr* mr = ibv_reg_mr(pd, addr, length, access);
+    const int err = errno;
+    if (mr) {
+      report_gpu_path("peermem (GPUDirect RDMA through nvidia_peermem)", refused);
+      return mr;
+    }
+    refused.push_back(fmt::format("peermem: ibv_reg_mr on the device pointer failed ({}){}", std::strerror(err),
+                                  module_loaded("nvidia_peermem") ? "" : ": nvidia_peermem is not loaded (modprobe nvidia_peermem)"));
+  }
+  if (path == "auto" || path == "staged")
+    refused.push_back("staged: host bounce buffers are not offered by the verbs backend yet (loopback and the SimGrid model run them)");
+  std::string why;
+  for (const auto& r : refused) why += (why.empty() ? "" : "; ") + r;
+  return Status(Errc::not_supported, fmt::format("GPU memory ({}) cannot be registered with workload.gpu_path {}: {}",
+                                                 units::format_size(length), path, why));
+}
+
 Result<std::unique_ptr<MemoryRegion>> VPd::register_memory(void* addr, std::uint64_t length, std::uint32_t access, MemoryKind kind) {
-  if (kind != MemoryKind::host)
-    return Status(Errc::not_supported, fmt::format("verbs registers host memory in this build (asked {}; GPU memory comes with the GPU work)",
-                                                   memory_kind_name(kind)));
+  if (kind != MemoryKind::host && kind != MemoryKind::cuda)
+    return Status(Errc::not_supported, fmt::format("verbs registers host and GPU memory (asked {})", memory_kind_name(kind)));
   RDMALAB_TRY(check_registration(addr, length, access));
+  if (kind == MemoryKind::cuda) {
+    RDMALAB_ASSIGN(ibv_mr * gmr, register_gpu(pd_, addr, length, static_cast<int>(to_ibv_access(access)), dev_.gpu_path));
+    return std::unique_ptr<MemoryRegion>(new VMr(gmr, access, kind));
+  }
   ibv_mr* mr = ibv_reg_mr(pd_, addr, length, static_cast<int>(to_ibv_access(access)));
   if (!mr) {
     int err = errno;
@@ -739,6 +804,9 @@ Capabilities probe_caps(const Selected& s) {
   // Linux 6.1's rxe leaves requests posted to a QP in ERR without a completion (seen under the
   // harness); hardware and later kernels flush them.
   c.flushes_posts_in_err = s.name.rfind("rxe", 0) != 0;
+  // GPU memory when this process has a GPU provider (gpu::install found a GPU); whether the NIC
+  // can reach it is found at registration (dmabuf, then peermem), with the reasons when not.
+  if (memory_provider(MemoryKind::cuda)) c.memory_kinds.add(MemoryKind::cuda);
   ibv_pd* pd = ibv_alloc_pd(s.ctx);
   ibv_cq* cq = pd ? ibv_create_cq(s.ctx, 4, nullptr, nullptr, 0) : nullptr;
   for (std::uint32_t inl : {1024u, 512u, 256u, 240u, 128u, 64u, 0u}) {
@@ -791,6 +859,7 @@ struct VerbsOptions {
   int port = -1;
   int gid_index = -1;
   WaitMode wait = WaitMode::poll;
+  std::string gpu_path = "auto";
 };
 
 VerbsOptions read_options(const Scenario* sc) {
@@ -800,6 +869,7 @@ VerbsOptions read_options(const Scenario* sc) {
   if (sc->has("verbs.port")) o.port = static_cast<int>(sc->get_int("verbs.port"));
   if (sc->has("verbs.gid_index")) o.gid_index = static_cast<int>(sc->get_int("verbs.gid_index"));
   if (sc->has("verbs.wait")) o.wait = sc->get_string("verbs.wait") == "event" ? WaitMode::event : WaitMode::poll;
+  if (sc->has("workload.gpu_path")) o.gpu_path = sc->get_string("workload.gpu_path");
   return o;
 }
 
@@ -816,6 +886,7 @@ Status run_rank(const LaunchSpec& spec, const RankMain& main, Bootstrap& boot, c
   Capabilities caps = probe_caps(*sel);
   VDevice dev(std::move(sel).value(), boot.rank(), o.wait, caps);
   dev.boot = &boot;
+  dev.gpu_path = o.gpu_path;
   WallRuntime rt(&boot);
   RankEnv env{boot.rank(), boot.size(), boot, rt, dev, host_memory()};
   Status st;
@@ -972,6 +1043,12 @@ class VerbsBackend final : public Backend {
       RDMALAB_TRY(boot->connect());
       return run_rank(spec, main, *boot);  // in this process: nothing to carry back
     }
+    // Local ranks are forked from this process, which has already opened the GPU (CUDA cannot be
+    // used in a child forked after that).
+    if (spec.scenario && spec.scenario->has("workload.memory") && spec.scenario->get_string("workload.memory") == "cuda")
+      return spec.scenario->error("workload.memory",
+                                  "GPU memory on the verbs backend needs one process per rank: start them with mpirun, or with "
+                                  "--bootstrap HOST:PORT --rank R --size N (CUDA cannot be used in ranks forked from this process)");
     return launch_local(spec, main);
   }
 

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cstdint>
 #include <dlfcn.h>
+#include <unistd.h>
 #include <string>
 
 #include "rdmalab/gpu.h"
@@ -162,9 +163,62 @@ __global__ void verify_kernel(const std::uint8_t* p, std::size_t len, std::uint6
 
 // ---- the provider ----------------------------------------------------------------------------
 
+// The driver API entry points the dmabuf export needs, opened at run time (libcuda.so.1 is the
+// driver's: present wherever a GPU is, absent on build machines).
+struct DriverApi {
+  using Init = int (*)(unsigned);
+  using GetHandle = int (*)(void*, unsigned long long, std::size_t, int, unsigned long long);
+  using ErrorName = int (*)(int, const char**);
+  GetHandle get_handle = nullptr;
+  ErrorName error_name = nullptr;
+  std::string why;  // when get_handle is null
+};
+
+const DriverApi& driver_api() {
+  static const DriverApi api = [] {
+    DriverApi a;
+    void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      a.why = "the CUDA driver library (libcuda.so.1) is not here";
+      return a;
+    }
+    auto init = reinterpret_cast<DriverApi::Init>(dlsym(h, "cuInit"));
+    a.error_name = reinterpret_cast<DriverApi::ErrorName>(dlsym(h, "cuGetErrorName"));
+    a.get_handle = reinterpret_cast<DriverApi::GetHandle>(dlsym(h, "cuMemGetHandleForAddressRange"));
+    if (!init || init(0) != 0) {
+      a.get_handle = nullptr;
+      a.why = "cuInit failed";
+    } else if (!a.get_handle) {
+      a.why = "the CUDA driver has no cuMemGetHandleForAddressRange (driver older than CUDA 11.7)";
+    }
+    return a;
+  }();
+  return api;
+}
+
 class CudaMemory final : public MemoryProvider {
  public:
   MemoryKind kind() const override { return MemoryKind::cuda; }
+
+  // cuMemGetHandleForAddressRange(CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD) on the host pages that
+  // hold the range (it wants page-aligned start and size); the offset says where the range starts.
+  Result<DmabufRange> export_dmabuf(const void* addr, std::size_t len) override {
+    const DriverApi& api = driver_api();
+    if (!api.get_handle) return Status(Errc::not_supported, "dmabuf export unavailable: " + api.why);
+    const auto page = static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+    const auto a = reinterpret_cast<std::uint64_t>(addr);
+    const std::uint64_t base = a / page * page, end = (a + len + page - 1) / page * page;
+    int fd = -1;
+    const int rc = api.get_handle(&fd, base, static_cast<std::size_t>(end - base), 1 /* DMA_BUF_FD */, 0);
+    if (rc != 0) {
+      const char* name = "unknown error";
+      if (api.error_name) api.error_name(rc, &name);
+      return Status(Errc::not_supported,
+                    std::string("cuMemGetHandleForAddressRange(dmabuf) failed: ") + name +
+                        (rc == 801 ? " (the driver cannot export dmabuf: it needs the open GPU kernel modules)" : ""));
+    }
+    return DmabufRange{fd, a - base};
+  }
 
   Result<Buffer> allocate(std::size_t bytes) override {
     void* p = nullptr;

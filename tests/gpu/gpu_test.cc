@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <unistd.h>
 #include <random>
 
 #include "backends.h"
@@ -197,6 +198,44 @@ TEST(GpuStaging, EveryByteCrossesTheBounceBuffersBothWays) {
   });
   EXPECT_EQ(st.code(), Errc::transport);
   EXPECT_EQ(calls, 2);
+}
+
+// GPUDirect registration, as far as a machine without an RDMA device goes: the GPU memory range is
+// exported as a dmabuf when the driver can (the first half of perftest's --use_cuda_dmabuf), and
+// a verbs run on GPU memory is refused with the reason instead of failing later.
+TEST(GpuDirect, DmabufExportAndACleanRefusalWithoutAnRdmaDevice) {
+  REQUIRE_GPU();
+  MemoryProvider& mem = *gpu::cuda_memory();
+  auto buf = mem.allocate(1 << 20);
+  ASSERT_TRUE(buf.is_ok());
+  const auto facts = gpu::gpu_facts();
+  ASSERT_FALSE(facts.empty());
+  // An address inside the buffer: the export covers its pages and says where the range starts.
+  auto r = mem.export_dmabuf(buf->bytes() + 4096 + 100, 8192);
+  if (facts[0].dmabuf == 1) {
+    ASSERT_TRUE(r.is_ok()) << r.status().message();
+    EXPECT_GE(r->fd, 0);
+    EXPECT_EQ(r->offset, 100u);
+    ::close(r->fd);
+    std::printf("  dmabuf export of GPU memory: fd %d, offset %llu\n", r->fd, static_cast<unsigned long long>(r->offset));
+  } else {
+    ASSERT_FALSE(r.is_ok());
+    EXPECT_EQ(r.status().code(), Errc::not_supported);
+    std::printf("  dmabuf export refused: %s\n", r.status().message().c_str());
+  }
+  EXPECT_EQ(host_memory().export_dmabuf(buf->data(), 1).status().code(), Errc::not_supported);
+  // Verbs on this machine: no RDMA device, so a GPU-memory run is refused before anything starts.
+  auto verbs = all_backends().make("verbs");
+  if (!verbs) GTEST_SKIP() << "this build has no verbs backend";
+  const Availability av = (*verbs)->availability();
+  if (av.usable) GTEST_SKIP() << "an RDMA device is here: the registration itself is tested on real hardware";
+  auto sc = parse_scenario("backend: verbs\nworkload: { type: write_bw, memory: cuda, iterations: 10 }\n", "gpu_test.yaml", {},
+                           full_schema(all_backends()));
+  ASSERT_TRUE(sc.is_ok()) << sc.status().message();
+  Status st = check_run(*sc, **verbs);
+  ASSERT_FALSE(st.is_ok());
+  std::printf("  verbs on GPU memory here: %s\n", st.message().c_str());
+  EXPECT_NE(st.message().find("not usable here"), std::string::npos) << st.message();
 }
 
 TEST(GpuMemory, WithoutAGpuTheReasonIsGiven) {

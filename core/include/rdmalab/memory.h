@@ -69,9 +69,23 @@ class Buffer {
 
 // Allocation and the byte-level operations workloads need, for one memory kind.
 // Thread-safe: one provider may serve several ranks.
+// A range of device memory exported as a dmabuf (GPUDirect RDMA through ibv_reg_dmabuf_mr): the
+// file descriptor (the caller closes it) and where the range starts inside it.
+struct DmabufRange {
+  int fd = -1;
+  std::uint64_t offset = 0;
+};
+
 class MemoryProvider {
  public:
   virtual ~MemoryProvider() = default;
+  // Exports [addr, addr + len) of this provider's memory as a dmabuf. Errors: not_supported with
+  // the reason (host memory needs none; a driver without dmabuf support says which).
+  virtual Result<DmabufRange> export_dmabuf(const void* addr, std::size_t len) {
+    (void)addr;
+    (void)len;
+    return Status(Errc::not_supported, "this memory is not exported as dmabuf (only GPU memory is)");
+  }
   virtual MemoryKind kind() const = 0;
   // Page-aligned, zero-filled. Errors: no_memory.
   virtual Result<Buffer> allocate(std::size_t bytes) = 0;
