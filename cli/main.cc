@@ -14,6 +14,8 @@
 
 #include "backends.h"
 #include "doctor.h"
+#include "rdmalab/calibration.h"
+#include "rdmalab/record.h"
 #include "rdmalab/run.h"
 #include "rdmalab/tcp_bootstrap.h"
 #include "rdmalab/units.h"
@@ -315,6 +317,32 @@ int cmd_devices(const std::string& backend_name, bool json) {
 }  // namespace
 }  // namespace rdmalab
 
+namespace rdmalab {
+namespace {
+
+int cmd_calibrate(const std::string& measured, const std::string& predicted, const std::string& out) {
+  auto m = read_rows(measured);
+  if (!m) return fmt::print(stderr, "rdmalab: {}\n", m.status().message()), 2;
+  auto p = read_rows(predicted);
+  if (!p) return fmt::print(stderr, "rdmalab: {}\n", p.status().message()), 2;
+  auto c = calibrate(*m, *p);
+  if (!c) return fmt::print(stderr, "rdmalab: calibrate: {}\n", c.status().message()), 2;
+  const std::string text = calibration_yaml(
+      *c, fmt::format("rdmalab calibration, made by `rdmalab calibrate {} {}`\nUse it with fabric.calibration (fabric.model: calibrated).",
+                      measured, predicted));
+  if (out.empty()) {
+    fmt::print("{}", text);
+    return 0;
+  }
+  Status st = write_file_atomically(out, text);
+  if (!st) return fmt::print(stderr, "rdmalab: {}\n", st.message()), 1;
+  fmt::print("{}: {} bandwidth and {} latency steps\n", out, c->bandwidth.size(), c->latency.size());
+  return 0;
+}
+
+}  // namespace
+}  // namespace rdmalab
+
 int main(int argc, char** argv) {
   using namespace rdmalab;
 #ifdef RDMALAB_HAVE_CUDA
@@ -355,6 +383,14 @@ int main(int argc, char** argv) {
   devices->add_flag("--json", dev_json, "print JSON");
   devices->add_option("--backend", dev_backend, "backend whose devices to list (default verbs)");
 
+  std::string cal_measured, cal_predicted, cal_out;
+  auto* calib = app.add_subcommand("calibrate",
+                                   "make a calibration file for the SimGrid model from a measured run and the model's prediction of the "
+                                   "same scenario (records or --json results)");
+  calib->add_option("measured", cal_measured, "the measured run (e.g. verbs on the real cluster)")->required();
+  calib->add_option("predicted", cal_predicted, "the model's run of the same scenario (simgrid, calibrated model, no calibration file)")->required();
+  calib->add_option("-o,--output", cal_out, "write the file here (default: standard output)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -373,5 +409,6 @@ int main(int argc, char** argv) {
   if (list->parsed()) return cmd_list();
   if (keys->parsed()) return cmd_keys();
   if (devices->parsed()) return cmd_devices(dev_backend, dev_json);
+  if (calib->parsed()) return cmd_calibrate(cal_measured, cal_predicted, cal_out);
   return 2;
 }

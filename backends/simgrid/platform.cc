@@ -1,8 +1,11 @@
 #include "simgrid/platform.h"
 
+#include "rdmalab/calibration.h"
+
 #include <fmt/format.h>
 
 #include <cmath>
+#include <filesystem>
 #include <numeric>
 #include <simgrid/s4u.hpp>
 
@@ -21,6 +24,9 @@ void add_fabric_keys(Schema& s) {
   s.add("fabric.nic.message_rate", T::number, "200e6", "messages per second one NIC can issue (calibrated model)", 1e3, 1e10);
   s.add("fabric.nic.latency", T::time, "150ns",
         "NIC processing per NIC a message crosses, sender and receiver each (calibrated model)", 0, 1e-3);
+  s.add("fabric.calibration", T::string, "",
+        "a calibration file: bandwidth and latency factors by message size for the calibrated model (rdmalab calibrate makes one; "
+        "a relative path is read next to the scenario)");
   s.add("record.interval", T::time, "10us", "simulated time between two samples of a --record file", 1e-9, 3600);
   s.add("fabric.fat_tree.levels", T::integer, "2", "switch levels above the nodes", 1, 8);
   s.add("fabric.fat_tree.down", T::int_list, "",
@@ -124,7 +130,24 @@ std::string times(const std::vector<std::int64_t>& v) {
 
 }  // namespace
 
+std::string calibration_path(const Scenario& sc) {
+  if (!sc.has("fabric.calibration")) return {};
+  std::filesystem::path p = sc.get_string("fabric.calibration");
+  if (p.is_relative() && sc.loc("fabric.calibration").line > 0) {
+    // Written in a file: relative to that file.
+    auto next_to = std::filesystem::path(sc.loc("fabric.calibration").file).parent_path() / p;
+    if (std::filesystem::exists(next_to)) return next_to.string();
+  }
+  return p.string();
+}
+
 Status check_fabric(const Scenario& sc) {
+  if (sc.has("fabric.calibration")) {
+    if (sc.get_string("fabric.model") == "alpha_beta")
+      return sc.error("fabric.calibration", "fabric.model alpha_beta turns every effect off: drop the calibration, or use the calibrated model");
+    auto c = load_calibration(calibration_path(sc));
+    if (!c) return sc.error("fabric.calibration", c.status().message());
+  }
   const std::string topo = sc.get_string("fabric.topology");
   const std::int64_t nodes = sc.get_int("fabric.nodes");
   if (topo == "fat_tree") {

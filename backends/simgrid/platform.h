@@ -67,6 +67,8 @@ void add_fabric_keys(Schema& schema);
 Status check_fabric(const Scenario& sc);
 // Whether GPU memory goes through host bounce buffers (workload.gpu_path, fabric.node.gpudirect).
 bool gpu_staged(const Scenario& sc, const FabricModel& model);
+// The calibration file of a scenario (fabric.calibration; relative: next to the scenario), or "".
+std::string calibration_path(const Scenario& sc);
 // Checks the node model's keys (called by check_fabric).
 Status check_node(const Scenario& sc);
 // Reads the model parameters (no SimGrid calls).

@@ -30,8 +30,11 @@
 #include <map>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
+#include <simgrid/kernel/resource/NetworkModelIntf.hpp>
 
 #include "common/child_process.h"
+#include "rdmalab/calibration.h"
 #include "rdmalab/record.h"
 #include "rdmalab/run.h"
 #include "rdmalab/scenario.h"
@@ -1056,6 +1059,17 @@ Status simulate(const LaunchSpec& spec, const RankMain& main, const Scenario& sc
     w.hosts.push_back(e.gpu);
   }
   w.staged = gpu_staged(sc, w.model);
+  if (const std::string cal = calibration_path(sc); !cal.empty()) {
+    RDMALAB_ASSIGN(Calibration c, load_calibration(cal));
+    auto* net = sg4::Engine::get_instance()->get_netzone_root()->get_network_model();
+    // The factors depend on the message size only; SimGrid passes the transfer's bytes.
+    if (!c.bandwidth.empty())
+      net->set_bw_factor_cb([steps = c.bandwidth](double size, const sg4::Host*, const sg4::Host*, const std::vector<sg4::Link*>&,
+                                                  const std::unordered_set<sg4::NetZone*>&) { return Calibration::factor(steps, size); });
+    if (!c.latency.empty())
+      net->set_lat_factor_cb([steps = c.latency](double size, const sg4::Host*, const sg4::Host*, const std::vector<sg4::Link*>&,
+                                                 const std::unordered_set<sg4::NetZone*>&) { return Calibration::factor(steps, size); });
+  }
   w.boot_mu = sg4::Mutex::create();
   w.boot_cv = sg4::ConditionVariable::create();
   w.slots.resize(static_cast<std::size_t>(spec.ranks));

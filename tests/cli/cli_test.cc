@@ -61,6 +61,23 @@ TEST(Cli, RunPrintsAPerftestTableAndWritesJson) {
   EXPECT_GT(j["results"][0]["bw_gbps"].get<double>(), 0);
 }
 
+// A measured run and the model's run of the same scenario make a calibration file the model reads.
+TEST(Cli, CalibrateWritesAFileTheModelReads) {
+  const auto measured = (tmpdir() / "measured.json").string(), predicted = (tmpdir() / "predicted.json").string();
+  const auto cal = (tmpdir() / "cal.yaml").string();
+  const std::string sweep = " --set workload.sizes=4KiB..64KiB --set workload.iterations=100 --set fabric.model=calibrated";
+  ASSERT_EQ(rdmalab("run " + scenario("write-bw-64k.yaml") + sweep + " --set fabric.link_layer=roce --json " + measured).status, 0);
+  ASSERT_EQ(rdmalab("run " + scenario("write-bw-64k.yaml") + sweep + " --json " + predicted).status, 0);
+  CliRun r = rdmalab("calibrate " + measured + " " + predicted + " -o " + cal);
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("5 bandwidth and 0 latency steps"), std::string::npos) << r.out;
+  r = rdmalab("run " + scenario("write-bw-64k.yaml") + sweep + " --set fabric.calibration=" + cal);
+  EXPECT_EQ(r.status, 0) << r.out;
+  r = rdmalab("calibrate " + measured + " /nonexistent.json");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.out.find("/nonexistent.json: cannot open"), std::string::npos) << r.out;
+}
+
 TEST(Cli, LatencyRunReportsPerftestColumns) {
   CliRun r = rdmalab("run " + scenario("write-bw-64k.yaml") + " --backend loopback --set workload.type=send_lat --set workload.size=8B");
   ASSERT_EQ(r.status, 0) << r.out;

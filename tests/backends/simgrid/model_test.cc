@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "backends.h"
+#include "rdmalab/calibration.h"
 #include "rdmalab/record.h"
 #include "rdmalab/run.h"
 
@@ -449,6 +450,65 @@ TEST_F(SimgridModel, PresetNodeGpuDirectAndCrossSocket) {
   EXPECT_NEAR(near / (8 * 400.0), 1.0, 0.01);
   // Four flows each way share the 60 GB/s socket link: 15 GB/s = 120 Gb/s per pair.
   EXPECT_NEAR(far / (8 * 120.0), 1.0, 0.01);
+}
+
+// A calibration made from a "measured" run (here the model with RoCE headers and a 1 KiB MTU)
+// and the model's prediction (InfiniBand, 4 KiB) makes the prediction match the measurement.
+TEST_F(SimgridModel, CalibrationFromAMeasurementReproducesIt) {
+  auto backend = all_backends().make("simgrid");
+  const char* base = "backend: simgrid\nfabric: { topology: star, nodes: 2, model: calibrated }\n"
+                     "workload: { type: write_bw, sizes: 1KiB..1MiB, iterations: 200 }\n";
+  auto run = [&](std::vector<std::string> sets) {
+    Scenario sc = scenario(base, std::move(sets));
+    RunOutcome out = run_scenario(sc, **backend);
+    EXPECT_TRUE(out.status.is_ok()) << out.status.to_string();
+    return out.rows;
+  };
+  const auto measured = run({"fabric.link_layer=roce", "fabric.mtu=1KiB"});
+  const auto predicted = run({});
+  auto c = calibrate(measured, predicted);
+  ASSERT_TRUE(c.is_ok()) << c.status().message();
+  ASSERT_EQ(c->bandwidth.size(), measured.size());
+  EXPECT_EQ(c->bandwidth.front().first, 0u);
+  const std::string path = ::testing::TempDir() + "/rdmalab-calibration.yaml";
+  std::ofstream(path) << calibration_yaml(*c, "test");
+  auto back = load_calibration(path);
+  ASSERT_TRUE(back.is_ok()) << back.status().message();
+  const auto calibrated = run({"fabric.calibration=" + path});
+  ASSERT_EQ(calibrated.size(), measured.size());
+  for (std::size_t i = 0; i < measured.size(); ++i) {
+    std::printf("  %8llu B  measured %8.3f  predicted %8.3f  calibrated %8.3f Gb/s  ratio %.4f\n",
+                static_cast<unsigned long long>(measured[i].bytes), measured[i].bw_gbps, predicted[i].bw_gbps, calibrated[i].bw_gbps,
+                calibrated[i].bw_gbps / measured[i].bw_gbps);
+    EXPECT_NEAR(calibrated[i].bw_gbps / measured[i].bw_gbps, 1.0, 0.02) << measured[i].bytes << " B";
+  }
+}
+
+TEST(Calibration, BadFilesSayWhereAndWhy) {
+  const std::string path = ::testing::TempDir() + "/rdmalab-bad-calibration.yaml";
+  auto write = [&](const char* text) {
+    std::ofstream(path) << text;
+    auto c = load_calibration(path);
+    return c ? std::string("ok") : c.status().message();
+  };
+  EXPECT_NE(write("bandwidth_factor: [[4KiB, 0.9]]\n").find(":1:21: bandwidth_factor: the first entry must start at size 0"), std::string::npos)
+      << write("bandwidth_factor: [[4KiB, 0.9]]\n");
+  EXPECT_NE(write("bandwidth_factor: [[0B, 0.9], [0B, 0.8]]\n").find("sizes must grow"), std::string::npos);
+  EXPECT_NE(write("bandwidth_factor: [[0B, -1]]\n").find("factor -1 must be in (0, 100]"), std::string::npos);
+  EXPECT_NE(write("bandwidth_factor: [[0, 1]]\n").find("'0' has no unit"), std::string::npos);
+  EXPECT_NE(write("bandwith_factor: [[0B, 1]]\n").find("unknown key 'bandwith_factor'"), std::string::npos);
+  EXPECT_NE(write("bandwidth_factor: [[0B, 1]\n").find("YAML syntax error"), std::string::npos);
+  EXPECT_EQ(load_calibration("/nonexistent.yaml").status().code(), Errc::io);
+  // The scenario names the key; alpha_beta refuses a calibration.
+  auto backend = all_backends().make("simgrid");
+  auto sc = parse_scenario(kStar, "model_test.yaml", {"fabric.calibration=/nonexistent.yaml"}, full_schema(all_backends()));
+  ASSERT_TRUE(sc.is_ok());
+  Status st = (*backend)->check(*sc);
+  EXPECT_NE(st.message().find("fabric.calibration: fabric.model alpha_beta turns every effect off"), std::string::npos) << st.message();
+  sc = parse_scenario(kStar, "model_test.yaml", {"fabric.calibration=/nonexistent.yaml", "fabric.model=calibrated"}, full_schema(all_backends()));
+  ASSERT_TRUE(sc.is_ok());
+  st = (*backend)->check(*sc);
+  EXPECT_NE(st.message().find("fabric.calibration: /nonexistent.yaml: cannot read the calibration file"), std::string::npos) << st.message();
 }
 
 TEST(Record, FollowerReadsOnlyCompleteLines) {
