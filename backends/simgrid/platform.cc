@@ -41,6 +41,9 @@ void add_fabric_keys(Schema& s) {
   s.add("fabric.dragonfly.routers", T::int_list, "", "[routers per chassis, links between two routers]", 1, 1e6);
   s.add("fabric.dragonfly.blades", T::integer, "1", "nodes per router", 1, 1e6);
 
+  s.add("fabric.rail.spines", T::integer, "1",
+        "rail_optimized: spine switches joining the rail leaves (0: rails are joined only through the nodes' NVLink)", 0, 1024);
+
   // Inside a node.
   s.add_choice("fabric.node.model", "none",
                "none: a node is one endpoint; pcie: GPUs and NICs under PCIe switches, CPU sockets, host memory (data paths of GPU memory)",
@@ -194,8 +197,13 @@ Status check_fabric(const Scenario& sc) {
       return sc.error("fabric.nodes",
                       fmt::format("a full mesh has a link per pair: at most 256 nodes (asked {}); use fat_tree", nodes));
   } else if (topo == "rail_optimized") {
-    return sc.error("fabric.topology",
-                    "rail_optimized is not modelled by this build yet (star, full, fat_tree, torus, dragonfly are)");
+    if (sc.get_int("fabric.gpus_per_node") < 2)
+      return sc.error("fabric.gpus_per_node", "rail_optimized needs several GPUs (rails) per node: GPU g of every node uses NIC g on rail g");
+    if (!sc.has("fabric.node.nvlink.bandwidth"))
+      return sc.error("fabric.topology", "rail_optimized needs fabric.node.nvlink.bandwidth (GPUs of a node reach other rails through NVLink)");
+    if (sc.get_string("fabric.node.model") != "none" && !sc.is_set("fabric.preset"))
+      return sc.error("fabric.node.model", "rail_optimized models the node itself (GPU, NIC, NVLink): leave fabric.node.model at none");
+    return Status::ok();
   }
   return check_node(sc);
 }
@@ -265,7 +273,14 @@ FabricModel read_model(const Scenario& sc) {
   m.alpha_beta = sc.get_string("fabric.model") == "alpha_beta";
   m.nic_latency_in_routes = m.topology == "star" || m.topology == "full";
   NodeModel& nm = m.node;
-  nm.on = sc.get_string("fabric.node.model") == "pcie";
+  nm.on = sc.get_string("fabric.node.model") == "pcie" && m.topology != "rail_optimized";
+  if (m.topology == "rail_optimized") {
+    m.rail.gpus = static_cast<int>(sc.get_int("fabric.gpus_per_node"));
+    m.rail.spines = static_cast<int>(sc.get_int("fabric.rail.spines"));
+    m.rail.nvlink_bw = sc.get_bandwidth("fabric.node.nvlink.bandwidth");
+    m.rail.pcie_bw = sc.get_bandwidth("fabric.node.pcie.bandwidth");
+    m.rail.pcie_lat = sc.get_time("fabric.node.pcie.latency");
+  }
   if (nm.on) {
     nm.gpus = static_cast<int>(sc.get_int("fabric.gpus_per_node"));
     nm.nics = static_cast<int>(sc.get_int("fabric.node.nics"));
@@ -552,6 +567,59 @@ std::vector<RankEndpoints> build_platform(const Scenario& sc, const FabricModel&
       } else {
         sg4::Host* h = plain_host(zone, static_cast<unsigned long>(i));
         zone->add_route(h->get_netpoint(), nullptr, nullptr, nullptr, route, true);
+      }
+    }
+    zone->seal();
+  } else if (model.topology == "rail_optimized") {
+    // A graph with shortest-path routes (Dijkstra, cached): the same rail is GPU → NIC → rail
+    // leaf → NIC → GPU; another rail goes over NVLink to the GPU on that rail first (PXN: one hop
+    // fewer than through a spine); GPUs of one node talk over NVLink.
+    const RailModel& rm = model.rail;
+    const int G = rm.gpus, N = n / G;
+    auto* zone = sg4::create_dijkstra_zone("fabric", true);
+    auto split = [&](const std::string& name, double b, double l) { return zone->create_split_duplex_link(name, b)->set_latency(l)->seal(); };
+    const auto UP = sg4::LinkInRoute::Direction::UP, DOWN = sg4::LinkInRoute::Direction::DOWN;
+    auto edge = [&](simgrid::kernel::routing::NetPoint* a, simgrid::kernel::routing::NetPoint* b, std::vector<sg4::LinkInRoute> links) {
+      zone->add_route(a, b, nullptr, nullptr, links, false);
+    };
+    std::vector<simgrid::kernel::routing::NetPoint*> leaf, spine;
+    auto* spine_hop = zone->create_link("rail-spine-hop", 1e15)->set_latency(0)->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)->seal();
+    for (int g = 0; g < G; ++g) leaf.push_back(zone->create_router(fmt::format("rail-{}", g)));
+    for (int k = 0; k < rm.spines; ++k) spine.push_back(zone->create_router(fmt::format("spine-{}", k)));
+    for (int g = 0; g < G; ++g)
+      for (int k = 0; k < rm.spines; ++k) {
+        auto* l = split(fmt::format("rail-{}-spine-{}", g, k), bw, lat);
+        edge(leaf[static_cast<std::size_t>(g)], spine[static_cast<std::size_t>(k)], {sg4::LinkInRoute(l, UP), sg4::LinkInRoute(spine_hop)});
+        edge(spine[static_cast<std::size_t>(k)], leaf[static_cast<std::size_t>(g)], {sg4::LinkInRoute(l, DOWN), sg4::LinkInRoute(spine_hop)});
+      }
+    auto* self = zone->create_link("rail-loopback", 1e15)->set_latency(0)->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)->seal();
+    // SimGrid's Dijkstra counts the links of an edge. A link that costs nothing else steers it:
+    // on NVLink into a GPU, so a route never passes through another GPU of the receiving node,
+    // and on the spines, so the sender's NVLink (PXN) is preferred to crossing the spine.
+    auto* hop = zone->create_link("rail-hop", 1e15)->set_latency(0)->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)->seal();
+    for (int i = 0; i < N; ++i) {
+      auto* nvsw = zone->create_router(fmt::format("node-{}-nvswitch", i));
+      std::vector<sg4::Link*> pcie, nvl;
+      std::vector<simgrid::kernel::routing::NetPoint*> nic;
+      for (int g = 0; g < G; ++g) {
+        const std::size_t r = static_cast<std::size_t>(i) * static_cast<std::size_t>(G) + static_cast<std::size_t>(g);
+        sg4::Host* h = zone->create_host(fmt::format("node-{}-gpu{}", i, g), kSpeed)->seal();
+        eps[r] = {h, h, h};
+        nic.push_back(zone->create_router(fmt::format("node-{}-nic{}", i, g)));
+        pcie.push_back(split(fmt::format("node-{}-pcie{}", i, g), rm.pcie_bw, rm.pcie_lat));
+        nvl.push_back(split(fmt::format("node-{}-nvlink{}", i, g), rm.nvlink_bw, 0));
+        auto* cable = split(fmt::format("rail-{}-{}", i, g), bw, lat);  // NIC g of node i to rail leaf g
+        auto* np = h->get_netpoint();
+        edge(np, np, {sg4::LinkInRoute(self)});
+        edge(np, nic.back(), {sg4::LinkInRoute(pcie.back(), UP)});
+        edge(nic.back(), np, {sg4::LinkInRoute(pcie.back(), DOWN)});
+        edge(nic.back(), leaf[static_cast<std::size_t>(g)], {sg4::LinkInRoute(cable, UP)});
+        edge(leaf[static_cast<std::size_t>(g)], nic.back(), {sg4::LinkInRoute(cable, DOWN)});
+        edge(np, nvsw, {sg4::LinkInRoute(nvl.back(), UP)});
+        edge(nvsw, np, {sg4::LinkInRoute(nvl.back(), DOWN), sg4::LinkInRoute(hop)});
+        // Into GPU g over NVLink and out through its NIC: the sender changes rail (PXN). There is
+        // no way back from a NIC into NVLink, so the receiver never does (as in NCCL).
+        edge(nvsw, nic.back(), {sg4::LinkInRoute(nvl.back(), DOWN), sg4::LinkInRoute(pcie.back(), UP)});
       }
     }
     zone->seal();

@@ -48,8 +48,16 @@ struct RankEndpoints {
   simgrid::s4u::Host* host = nullptr;
 };
 
+// rail_optimized: GPU g of every node uses NIC g, cabled to rail leaf g; leaves joined by spines;
+// a node's GPUs joined by NVLink (NVSwitch), which is how traffic changes rail (NCCL's PXN).
+struct RailModel {
+  int gpus = 0, spines = 0;
+  double nvlink_bw = 0, pcie_bw = 0, pcie_lat = 0;
+};
+
 struct FabricModel {
   NodeModel node;
+  RailModel rail;
   bool alpha_beta = false;
   NicModel nic;
   int ranks = 0;

@@ -917,6 +917,10 @@ Topology describe_topology(const World& w) {
     return idx;
   };
   if (topo == "star") add_switch(0, "switch", 1, -1);
+  if (topo == "rail_optimized") {
+    for (int g = 0; g < w.model.rail.gpus; ++g) add_switch(g, fmt::format("rail-{}", g), 1, -1);
+    for (int k = 0; k < w.model.rail.spines; ++k) add_switch(1000000 + k, fmt::format("spine-{}", k), 2, -1);
+  }
   std::vector<sg4::Link*> links = sg4::Engine::get_instance()->get_all_links();
   std::sort(links.begin(), links.end(), [](const sg4::Link* a, const sg4::Link* b) { return a->get_name() < b->get_name(); });
 
@@ -941,6 +945,7 @@ Topology describe_topology(const World& w) {
   for (sg4::Link* l : links) {
     const std::string& name = l->get_name();
     if (name.rfind("loopback-", 0) == 0 || name.rfind("nic-", 0) == 0 || name.rfind("__", 0) == 0 || name.rfind("node-", 0) == 0 ||
+        name == "rail-loopback" || name == "rail-hop" || name == "rail-spine-hop" ||
         name.find("_loopback") != std::string::npos || name.find("_limiter") != std::string::npos)
       continue;  // rank-local
     TopoLink tl{name, l->get_bandwidth(), l->get_latency(), {}};
@@ -954,6 +959,10 @@ Topology describe_topology(const World& w) {
       tl.ends = dir(static_cast<int>(a), static_cast<int>(b));
     } else if (topo == "fat_tree" && std::sscanf(name.c_str(), "link_from_%ld_%ld_%ld_", &a, &b, &k) == 3) {
       ft = {a, b};
+    } else if (topo == "rail_optimized" && std::sscanf(name.c_str(), "rail-%ld-spine-%ld_", &a, &b) == 2) {
+      tl.ends = dir(switch_index.at(a), switch_index.at(1000000 + b));
+    } else if (topo == "rail_optimized" && std::sscanf(name.c_str(), "rail-%ld-%ld_", &a, &b) == 2) {
+      tl.ends = dir(static_cast<int>(a * w.model.rail.gpus + b), switch_index.at(b));
     } else if (topo == "torus" && std::sscanf(name.c_str(), "fabric_link_from_%ld_to_%ld_", &a, &b) == 2) {
       tl.ends = dir(static_cast<int>(a), static_cast<int>(b));
     } else if (topo == "dragonfly") {

@@ -402,6 +402,58 @@ TEST_F(SimgridModel, GpuDataPathsGetTheirNarrowestLink) {
   }
 }
 
+// Rail-optimized: GPU g of every node on rail g. Pairs on one rail get the line rate; pairs on
+// different rails cross to the right rail over NVLink inside the sending node first (PXN) and
+// still get it; the record shows the route through the other rail's NIC.
+TEST_F(SimgridModel, RailOptimizedSameRailAndPxn) {
+  auto backend = all_backends().make("simgrid");
+  const char* base = "backend: simgrid\nfabric: { topology: rail_optimized, model: alpha_beta, link: { bandwidth: 100Gbps, latency: 1us },\n"
+                     "  node: { nvlink: { bandwidth: 100GB/s } } }\nworkload: { type: write_bw, size: 4MiB, iterations: 50 }\n";
+  auto run = [&](std::vector<std::string> sets, const std::string& record) {
+    Scenario sc = scenario(base, std::move(sets));
+    RunOptions opt;
+    opt.record_path = record;
+    RunOutcome out = run_scenario(sc, **backend, opt);
+    EXPECT_TRUE(out.status.is_ok()) << out.status.to_string();
+    return out.rows.empty() ? 0.0 : out.rows[0].bw_gbps;
+  };
+  // 2 nodes × 4 GPUs: rank r pairs with r + 4, the same GPU of the other node: one rail each.
+  const double same = run({"fabric.nodes=2", "fabric.gpus_per_node=4"}, "");
+  // 3 nodes × 2 GPUs: rank r pairs with r + 3, always the other GPU index: every pair changes rail.
+  const std::string rec_path = ::testing::TempDir() + "/rdmalab-rail.jsonl";
+  const double cross = run({"fabric.nodes=3", "fabric.gpus_per_node=2"}, rec_path);
+  std::printf("  rail_optimized: 4 same-rail pairs %.2f Gb/s, 3 cross-rail pairs (PXN) %.2f Gb/s\n", same, cross);
+  EXPECT_NEAR(same / 400.0, 1.0, 0.01);
+  EXPECT_NEAR(cross / 300.0, 1.0, 0.01);
+  auto rec = read_record(rec_path);
+  ASSERT_TRUE(rec.is_ok()) << rec.status().message();
+  bool pxn = false;
+  for (const auto& rt : rec->routes)
+    if (rt.src == 0 && rt.dst == 3) {  // node 0 GPU 0 → node 1 GPU 1: leaves through node 0's NIC 1
+      ASSERT_EQ(rt.links.size(), 2u);
+      EXPECT_EQ(rec->topology.links[static_cast<std::size_t>(rt.links[0])].name, "rail-0-1_UP");
+      EXPECT_EQ(rec->topology.links[static_cast<std::size_t>(rt.links[1])].name, "rail-1-1_DOWN");
+      pxn = true;
+    }
+  EXPECT_TRUE(pxn) << "the record has the route of rank 0 to rank 3";
+  int leaves = 0, spines = 0;
+  for (const auto& node : rec->topology.nodes) {
+    leaves += node.tier == 1;
+    spines += node.tier == 2;
+  }
+  EXPECT_EQ(leaves, 2);
+  EXPECT_EQ(spines, 1);
+  // Refusals.
+  auto check = [&](std::vector<std::string> sets) {
+    auto sc = parse_scenario("backend: simgrid\nfabric: { topology: rail_optimized }\n", "model_test.yaml", sets, full_schema(all_backends()));
+    if (!sc) return sc.status().message();
+    Status st = (*backend)->check(*sc);
+    return st ? std::string("ok") : st.message();
+  };
+  EXPECT_NE(check({}).find("fabric.gpus_per_node: rail_optimized needs several GPUs"), std::string::npos) << check({});
+  EXPECT_NE(check({"fabric.gpus_per_node=4"}).find("needs fabric.node.nvlink.bandwidth"), std::string::npos);
+}
+
 TEST_F(SimgridModel, NodeModelKeysAreChecked) {
   auto backend = all_backends().make("simgrid");
   auto check = [&](std::vector<std::string> sets) {
