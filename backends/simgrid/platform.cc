@@ -33,6 +33,8 @@ void add_fabric_keys(Schema& s) {
         "children of a switch, per level from the leaves up (SimGrid's fat-tree); their product is the node count", 1, 1e6);
   s.add("fabric.fat_tree.up", T::int_list, "",
         "parents of an element, per level from the nodes up; a leaf with 16 down and 8 up is 2:1 oversubscribed", 1, 1e6);
+  s.add("fabric.spine.bandwidth", T::bandwidth, "", "fat_tree: bandwidth of the links above the leaves (default: fabric.link.bandwidth)", 1, 1e15);
+  s.add("fabric.spine.latency", T::time, "", "fat_tree: latency of the links above the leaves (default: fabric.link.latency)", 0, 1);
   s.add("fabric.fat_tree.parallel", T::int_list, "",
         "parallel links between an element and each parent, per level (default 1 each)", 1, 64);
   s.add("fabric.torus.dims", T::int_list, "", "torus dimensions; their product is the node count", 1, 1e6);
@@ -132,6 +134,21 @@ std::string times(const std::vector<std::int64_t>& v) {
 }
 
 }  // namespace
+
+int fat_tree_level(const Scenario& sc, long nodes, long creation) {
+  const auto down = sc.get_ints("fabric.fat_tree.down"), up = sc.get_ints("fabric.fat_tree.up");
+  const std::size_t levels = down.size();
+  std::vector<std::int64_t> par(levels, 1);
+  if (sc.has("fabric.fat_tree.parallel")) par = sc.get_ints("fabric.fat_tree.parallel");
+  long first = 0, below = nodes;
+  for (std::size_t l = 0; l < levels; ++l) {
+    const long count = below * up[l] * par[l];
+    if (creation < first + count) return static_cast<int>(l) + 1;
+    first += count;
+    below = below * up[l] / down[l];
+  }
+  return static_cast<int>(levels);
+}
 
 std::string calibration_path(const Scenario& sc) {
   if (!sc.has("fabric.calibration")) return {};
@@ -656,6 +673,15 @@ std::vector<RankEndpoints> build_platform(const Scenario& sc, const FabricModel&
     auto* zone =
         sg4::create_fatTree_zone("fabric", nullptr, sg4::FatTreeParams(levels, down, up, par), callbacks, bw, lat, policy);
     zone->seal();
+    // Per tier: the links above the leaves (level 2 and up) take the spine's figures.
+    if (sc.has("fabric.spine.bandwidth") || sc.has("fabric.spine.latency")) {
+      for (sg4::Link* l : sg4::Engine::get_instance()->get_all_links()) {
+        long c = 0, p = 0, k = 0;
+        if (std::sscanf(l->get_name().c_str(), "link_from_%ld_%ld_%ld_", &c, &p, &k) != 3 || fat_tree_level(sc, machines, k) < 2) continue;
+        if (sc.has("fabric.spine.bandwidth")) l->set_bandwidth(sc.get_bandwidth("fabric.spine.bandwidth"));
+        if (sc.has("fabric.spine.latency")) l->set_latency(sc.get_time("fabric.spine.latency"));
+      }
+    }
   } else if (model.topology == "torus") {
     std::vector<unsigned long> dims;
     for (auto d : sc.get_ints("fabric.torus.dims")) dims.push_back(static_cast<unsigned long>(d));

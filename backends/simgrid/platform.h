@@ -75,6 +75,9 @@ void add_fabric_keys(Schema& schema);
 Status check_fabric(const Scenario& sc);
 // Whether GPU memory goes through host bounce buffers (workload.gpu_path, fabric.node.gpudirect).
 bool gpu_staged(const Scenario& sc, const FabricModel& model);
+// The level (1: node to leaf, 2: leaf to the next tier, …) of the fat-tree link SimGrid created
+// `creation`-th: it makes them level by level from the `nodes` up.
+int fat_tree_level(const Scenario& sc, long nodes, long creation);
 // The calibration file of a scenario (fabric.calibration; relative: next to the scenario), or "".
 std::string calibration_path(const Scenario& sc);
 // Checks the node model's keys (called by check_fabric).

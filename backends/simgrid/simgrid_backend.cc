@@ -981,23 +981,8 @@ Topology describe_topology(const World& w) {
     t.links.push_back(std::move(tl));
   }
   if (topo == "fat_tree") {
-    // Ids of different levels may be equal; the creation number says the level: SimGrid makes
-    // the links level by level from the hosts up, nodes(l-1) × up(l) × parallel(l) of them each.
-    const auto down = w.sc->get_ints("fabric.fat_tree.down"), up_n = w.sc->get_ints("fabric.fat_tree.up");
-    const std::size_t levels = down.size();
-    std::vector<std::int64_t> par(levels, 1);
-    if (w.sc->has("fabric.fat_tree.parallel")) par = w.sc->get_ints("fabric.fat_tree.parallel");
-    std::vector<long> first_link(levels + 1, 0);  // creation number of the first link of level l+1
-    long nodes_below = n;
-    for (std::size_t l = 0; l < levels; ++l) {
-      first_link[l + 1] = first_link[l] + nodes_below * up_n[l] * par[l];
-      nodes_below = nodes_below * up_n[l] / down[l];
-    }
-    auto level_of = [&](long creation) {
-      std::size_t l = 0;
-      while (l + 1 < first_link.size() && creation >= first_link[l + 1]) ++l;
-      return static_cast<int>(l) + 1;  // the parent's tier
-    };
+    // Ids of different levels may be equal; the creation number says the level.
+    auto level_of = [&](long creation) { return fat_tree_level(*w.sc, n, creation); };
     // Switches numbered tier by tier, in the zone's id order (leaf-0 is above host 0).
     std::map<std::pair<int, long>, int> sw;
     for (std::size_t i = 0; i < t.links.size(); ++i) {

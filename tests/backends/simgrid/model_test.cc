@@ -454,6 +454,24 @@ TEST_F(SimgridModel, RailOptimizedSameRailAndPxn) {
   EXPECT_NE(check({"fabric.gpus_per_node=4"}).find("needs fabric.node.nvlink.bandwidth"), std::string::npos);
 }
 
+// Per tier: slower links above the leaves of a 1:1 fat tree halve flows that cross the spine.
+TEST_F(SimgridModel, SpineLinksTakeTheirOwnBandwidth) {
+  auto backend = all_backends().make("simgrid");
+  auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> sets = {"fabric.topology=fat_tree", "fabric.nodes=16", "fabric.fat_tree.levels=2", "fabric.fat_tree.down=[4,4]",
+                                     "fabric.fat_tree.up=[1,4]", "workload.type=write_bw", "workload.size=4MiB", "workload.iterations=50"};
+    sets.insert(sets.end(), extra.begin(), extra.end());
+    Scenario sc = scenario(kStar, sets);
+    RunOutcome out = run_scenario(sc, **backend);
+    EXPECT_TRUE(out.status.is_ok()) << out.status.to_string();
+    return out.rows.empty() ? 0.0 : out.rows[0].bw_gbps;
+  };
+  const double same = run({}), slow = run({"fabric.spine.bandwidth=50Gbps"});
+  std::printf("  8 flows across a 1:1 spine: %.2f Gb/s; spine links at 50 Gb/s: %.2f Gb/s\n", same, slow);
+  EXPECT_NEAR(same / 800.0, 1.0, 0.01);
+  EXPECT_NEAR(slow / 400.0, 1.0, 0.01);
+}
+
 TEST_F(SimgridModel, NodeModelKeysAreChecked) {
   auto backend = all_backends().make("simgrid");
   auto check = [&](std::vector<std::string> sets) {
