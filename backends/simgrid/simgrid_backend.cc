@@ -903,16 +903,33 @@ Topology describe_topology(const World& w) {
   const int per = w.model.node.on ? w.model.node.gpus : 1;
   const int n = static_cast<int>(w.hosts.size()) / per;
   const NodeModel& nm = w.model.node;
-  for (int r = 0; r < n; ++r)
-    t.nodes.push_back({nm.on ? fmt::format("node-{}", r) : w.hosts[static_cast<std::size_t>(r)]->get_name(), "host", r * per, 0, -1,
-                       nm.on ? nm.gpus : 0, nm.on ? nm.nics : 0, nm.on ? nm.switches : 0, nm.on ? nm.sockets : 0});
+  for (int r = 0; r < n; ++r) {
+    TopoNode& tn = t.nodes.emplace_back();
+    tn.name = nm.on ? fmt::format("node-{}", r) : w.hosts[static_cast<std::size_t>(r)]->get_name();
+    tn.kind = "host";
+    tn.rank = r * per;
+    if (nm.on) {
+      tn.gpus = nm.gpus;
+      tn.nics = nm.nics;
+      tn.pcie_switches = nm.switches;
+      tn.sockets = nm.sockets;
+      tn.gpu_switch = nm.gpu_switch;
+      tn.nic_switch = nm.nic_switch;
+      tn.switch_socket = nm.switch_socket;
+      tn.gpu_nic = nm.gpu_nic;
+    }
+  }
   const std::string& topo = w.model.topology;
   std::map<long, int> switch_index;  // the zone's id of a switch → node index
   auto add_switch = [&](long id, std::string name, int tier, int group) {
     auto it = switch_index.find(id);
     if (it != switch_index.end()) return it->second;
     int idx = static_cast<int>(t.nodes.size());
-    t.nodes.push_back({std::move(name), "switch", -1, tier, group, 0, 0, 0, 0});
+    TopoNode& sn = t.nodes.emplace_back();
+    sn.name = std::move(name);
+    sn.kind = "switch";
+    sn.tier = tier;
+    sn.group = group;
     switch_index.emplace(id, idx);
     return idx;
   };

@@ -68,6 +68,10 @@ void RecordWriter::topology(const Topology& t) {
       jn["nics"] = n.nics;
       jn["pcie_switches"] = n.pcie_switches;
       jn["sockets"] = n.sockets;
+      jn["gpu_switch"] = n.gpu_switch;
+      jn["nic_switch"] = n.nic_switch;
+      jn["switch_socket"] = n.switch_socket;
+      jn["gpu_nic"] = n.gpu_nic;
     }
     nodes.push_back(std::move(jn));
   }
@@ -130,9 +134,36 @@ Status apply_line(Record& r, bool& header, const std::string& line, const std::s
       header = true;
     } else if (type == "topology") {
       r.topology = {};
-      for (const auto& n : j.at("nodes"))
-        r.topology.nodes.push_back({n.at("name"), n.at("kind"), n.value("rank", -1), n.value("tier", 0), n.value("group", -1),
-                                    n.value("gpus", 0), n.value("nics", 0), n.value("pcie_switches", 0), n.value("sockets", 0)});
+      for (const auto& n : j.at("nodes")) {
+        TopoNode tn;
+        tn.name = n.at("name");
+        tn.kind = n.at("kind");
+        tn.rank = n.value("rank", -1);
+        tn.tier = n.value("tier", 0);
+        tn.group = n.value("group", -1);
+        tn.gpus = n.value("gpus", 0);
+        tn.nics = n.value("nics", 0);
+        tn.pcie_switches = n.value("pcie_switches", 0);
+        tn.sockets = n.value("sockets", 0);
+        tn.gpu_switch = n.value("gpu_switch", std::vector<int>{});
+        tn.nic_switch = n.value("nic_switch", std::vector<int>{});
+        tn.switch_socket = n.value("switch_socket", std::vector<int>{});
+        tn.gpu_nic = n.value("gpu_nic", std::vector<int>{});
+        // Indices must fit the counts (the dashboard draws with them).
+        auto fits = [](const std::vector<int>& v, std::size_t size, int limit) {
+          if (!v.empty() && v.size() != size) return false;
+          for (int x : v)
+            if (x < 0 || x >= limit) return false;
+          return true;
+        };
+        if (!fits(tn.gpu_switch, static_cast<std::size_t>(tn.gpus), tn.pcie_switches) ||
+            !fits(tn.nic_switch, static_cast<std::size_t>(tn.nics), tn.pcie_switches) ||
+            !fits(tn.switch_socket, static_cast<std::size_t>(tn.pcie_switches), tn.sockets) ||
+            !fits(tn.gpu_nic, static_cast<std::size_t>(tn.gpus), tn.nics))
+          return Status(Errc::invalid_argument, fmt::format("{}:{}: node {}: its placement lists do not fit its GPU, NIC, switch and socket counts",
+                                                            path, lineno, tn.name));
+        r.topology.nodes.push_back(std::move(tn));
+      }
       const int nn = static_cast<int>(r.topology.nodes.size());
       for (const auto& l : j.at("links")) {
         TopoLink tl{l.at("name"), l.at("bandwidth_Bps"), l.at("latency_s"), l.value("ends", std::vector<int>{})};

@@ -5,6 +5,7 @@
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QGraphicsView>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -63,8 +64,17 @@ MainWindow::MainWindow(const BackendRegistry& backends, QWidget* parent)
   link_view->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
   connect(data_, &RunData::topologyChanged, link_view, [link_view] { link_view->resizeColumnsToContents(); });
   link_view->setSelectionBehavior(QAbstractItemView::SelectRows);
+  // The selected node's inside, next to the cluster.
+  node_scene_ = new NodeScene(this);
+  node_view_ = new QGraphicsView(node_scene_);
+  auto* node_view = node_view_;
+  node_view->setRenderHint(QPainter::Antialiasing);
+  auto* upper = new QSplitter(Qt::Horizontal);
+  upper->addWidget(view_);
+  upper->addWidget(node_view);
+  upper->setSizes({520, 480});
   auto* topo_split = new QSplitter(Qt::Vertical);
-  topo_split->addWidget(view_);
+  topo_split->addWidget(upper);
   topo_split->addWidget(link_view);
   topo_split->setStretchFactor(0, 3);
   topo_split->setStretchFactor(1, 1);
@@ -164,6 +174,27 @@ MainWindow::MainWindow(const BackendRegistry& backends, QWidget* parent)
   connect(timeline_, &QSlider::valueChanged, data_, &RunData::setCursor);
   connect(data_, &RunData::cursorChanged, this, &MainWindow::updateFlows);
   connect(scene_, &TopologyScene::nodeSelected, this, &MainWindow::updateFlows);
+  connect(scene_, &TopologyScene::nodeSelected, this, [this, node_view](int node) {
+    const auto& nodes = data_->record().topology.nodes;
+    if (node >= 0 && static_cast<std::size_t>(node) < nodes.size()) {
+      node_scene_->show(nodes[static_cast<std::size_t>(node)]);
+      node_view->fitInView(node_scene_->sceneRect(), Qt::KeepAspectRatio);
+    }
+  });
+  connect(data_, &RunData::topologyChanged, this, [this, node_view] {
+    // A node-model cluster shows its first node's inside until another is selected; without a
+    // node model the pane is hidden.
+    const auto& nodes = data_->record().topology.nodes;
+    bool model = false;
+    for (const auto& n : nodes) model = model || n.gpus > 0;
+    node_view->setVisible(model);
+    for (const auto& n : nodes)
+      if (model && n.kind == "host") {
+        node_scene_->show(n);
+        node_view->fitInView(node_scene_->sceneRect(), Qt::KeepAspectRatio);
+        break;
+      }
+  });
   connect(scene_, &TopologyScene::nodeSelected, this, [this](int node) {
     const auto& nodes = data_->record().topology.nodes;
     std::vector<int> ranks;
@@ -314,6 +345,7 @@ QString MainWindow::exportCsv(const QString& path) {
 
 QString MainWindow::screenshot(const QString& path) {
   view_->fit();
+  node_view_->fitInView(node_scene_->sceneRect(), Qt::KeepAspectRatio);
   if (!grab().save(path, "PNG")) return tr("%1: cannot write the PNG").arg(path);
   return {};
 }
@@ -321,7 +353,10 @@ QString MainWindow::screenshot(const QString& path) {
 void MainWindow::showTab(const QString& name) {
   const int i = name == "charts" ? 1 : name == "results" ? 2 : 0;
   tabs_->setCurrentIndex(i);
-  if (i == 0) view_->fit();
+  if (i == 0) {
+    view_->fit();
+    node_view_->fitInView(node_scene_->sceneRect(), Qt::KeepAspectRatio);
+  }
 }
 
 }  // namespace rdmalab::gui

@@ -15,6 +15,7 @@ class QLabel;
 class QSlider;
 class QTabWidget;
 class QTableView;
+class QGraphicsView;
 
 namespace rdmalab::gui {
 
@@ -22,6 +23,7 @@ class RunData;
 class RunPanel;
 class TopologyScene;
 class TopologyView;
+class NodeScene;
 class LinkTableModel;
 class ResultsModel;
 class CompareModel;
@@ -46,6 +48,7 @@ class MainWindow : public QMainWindow {
   RunData* data() const { return data_; }
   RunPanel* runPanel() const { return panel_; }
   TopologyScene* topologyScene() const { return scene_; }
+  NodeScene* nodeScene() const { return node_scene_; }
   ResultsModel* resultsModel() const { return results_; }
   CompareModel* compareModel() const { return compare_; }
   LinkTableModel* linkModel() const { return links_; }
@@ -64,6 +67,8 @@ class MainWindow : public QMainWindow {
   RunPanel* panel_;
   TopologyScene* scene_;
   TopologyView* view_;
+  NodeScene* node_scene_;
+  QGraphicsView* node_view_;
   LinkTableModel* links_;
   ResultsModel* results_;
   CompareModel* compare_;

@@ -6,6 +6,7 @@
 #include <QGraphicsSceneMouseEvent>
 #include <QGraphicsSimpleTextItem>
 #include <QHelpEvent>
+#include <QPainterPath>
 #include <QToolTip>
 #include <QWheelEvent>
 #include <algorithm>
@@ -336,6 +337,117 @@ void TopologyScene::mousePressEvent(QGraphicsSceneMouseEvent* event) {
     if (n >= 0 || selected_ >= 0) selectNode(n == selected_ ? -1 : n);
   }
   QGraphicsScene::mousePressEvent(event);
+}
+
+// ---------------------------------------------------------------------------------------------
+void NodeScene::show(const TopoNode& n) {
+  clear();
+  under_switch_ = through_root_ = across_sockets_ = 0;
+  if (n.gpus == 0 || n.gpu_switch.empty()) {
+    auto* t = addSimpleText(n.kind == "host" ? QStringLiteral("%1: no node model (fabric.node.model: pcie or a fabric.preset draws its GPUs and NICs)")
+                                                   .arg(QString::fromStdString(n.name))
+                                             : QStringLiteral("%1: a switch").arg(QString::fromStdString(n.name)));
+    t->setBrush(QColor(90, 90, 90));
+    setSceneRect(itemsBoundingRect().adjusted(-10, -10, 10, 10));
+    return;
+  }
+  constexpr double kBox = 34, kGap = 10, kRow = 70;
+  // Each switch's column: its GPUs then its NICs, side by side.
+  std::vector<std::vector<int>> gpus_of(static_cast<std::size_t>(n.pcie_switches)), nics_of(static_cast<std::size_t>(n.pcie_switches));
+  for (int g = 0; g < n.gpus; ++g) gpus_of[static_cast<std::size_t>(n.gpu_switch[static_cast<std::size_t>(g)])].push_back(g);
+  for (int k = 0; k < n.nics; ++k) nics_of[static_cast<std::size_t>(n.nic_switch[static_cast<std::size_t>(k)])].push_back(k);
+  std::vector<QPointF> gpu_at(static_cast<std::size_t>(n.gpus)), nic_at(static_cast<std::size_t>(n.nics)), switch_at(static_cast<std::size_t>(n.pcie_switches));
+  std::vector<double> socket_x0(static_cast<std::size_t>(n.sockets), 1e9), socket_x1(static_cast<std::size_t>(n.sockets), -1e9);
+  double x = 0;
+  const QPen thin(Qt::black, 0.8);
+  for (int sock = 0; sock < n.sockets; ++sock)
+    for (int w = 0; w < n.pcie_switches; ++w) {
+      if (n.switch_socket[static_cast<std::size_t>(w)] != sock) continue;
+      const auto& gs = gpus_of[static_cast<std::size_t>(w)];
+      const auto& ks = nics_of[static_cast<std::size_t>(w)];
+      const double width = std::max<double>(1, static_cast<double>(gs.size() + ks.size())) * (kBox + kGap);
+      switch_at[static_cast<std::size_t>(w)] = QPointF(x + width / 2, kRow);
+      auto* sw = addRect(x + width / 2 - kBox / 2, kRow - 10, kBox, 20, thin, QColor(70, 110, 170));
+      sw->setToolTip(QStringLiteral("PCIe switch %1 (socket %2)").arg(w).arg(sock));
+      double cx = x;
+      for (int g : gs) {
+        gpu_at[static_cast<std::size_t>(g)] = QPointF(cx + kBox / 2, 2 * kRow);
+        auto* item = addRect(cx, 2 * kRow - 12, kBox, 24, thin, QColor(90, 160, 90));
+        item->setToolTip(QStringLiteral("GPU %1: rank %2, uses NIC %3").arg(g).arg(n.rank + g).arg(n.gpu_nic[static_cast<std::size_t>(g)]));
+        auto* t = addSimpleText(QStringLiteral("GPU%1").arg(g));
+        t->setScale(0.75);
+        t->setPos(cx + 3, 2 * kRow - 7);
+        cx += kBox + kGap;
+      }
+      for (int k : ks) {
+        nic_at[static_cast<std::size_t>(k)] = QPointF(cx + kBox / 2, 2 * kRow);
+        auto* item = addRect(cx, 2 * kRow - 12, kBox, 24, thin, QColor(220, 200, 120));
+        item->setToolTip(QStringLiteral("NIC %1 (PCIe switch %2)").arg(k).arg(w));
+        auto* t = addSimpleText(QStringLiteral("NIC%1").arg(k));
+        t->setScale(0.75);
+        t->setPos(cx + 4, 2 * kRow - 7);
+        cx += kBox + kGap;
+      }
+      for (int g : gs) addLine(QLineF(switch_at[static_cast<std::size_t>(w)], gpu_at[static_cast<std::size_t>(g)] - QPointF(0, 12)), thin)->setZValue(-1);
+      for (int k : ks) addLine(QLineF(switch_at[static_cast<std::size_t>(w)], nic_at[static_cast<std::size_t>(k)] - QPointF(0, 12)), thin)->setZValue(-1);
+      socket_x0[static_cast<std::size_t>(sock)] = std::min(socket_x0[static_cast<std::size_t>(sock)], x);
+      socket_x1[static_cast<std::size_t>(sock)] = std::max(socket_x1[static_cast<std::size_t>(sock)], x + width);
+      x += width + 2 * kGap;
+    }
+  std::vector<QPointF> socket_at(static_cast<std::size_t>(n.sockets));
+  for (int sock = 0; sock < n.sockets; ++sock) {
+    if (socket_x0[static_cast<std::size_t>(sock)] > socket_x1[static_cast<std::size_t>(sock)]) {
+      socket_x0[static_cast<std::size_t>(sock)] = x;
+      socket_x1[static_cast<std::size_t>(sock)] = x + kBox;
+      x += kBox + kGap;
+    }
+    const double cx = (socket_x0[static_cast<std::size_t>(sock)] + socket_x1[static_cast<std::size_t>(sock)]) / 2;
+    socket_at[static_cast<std::size_t>(sock)] = QPointF(cx, 0);
+    auto* cpu = addRect(cx - 40, -12, 80, 24, thin, QColor(150, 150, 190));
+    cpu->setToolTip(QStringLiteral("CPU socket %1: root complex and host memory").arg(sock));
+    auto* t = addSimpleText(QStringLiteral("CPU%1 + memory").arg(sock));
+    t->setScale(0.75);
+    t->setPos(cx - 36, -7);
+  }
+  for (int w = 0; w < n.pcie_switches; ++w)
+    addLine(QLineF(socket_at[static_cast<std::size_t>(n.switch_socket[static_cast<std::size_t>(w)])] + QPointF(0, 12),
+                   switch_at[static_cast<std::size_t>(w)] - QPointF(0, 10)),
+            thin)
+        ->setZValue(-1);
+  for (int sock = 1; sock < n.sockets; ++sock)
+    addLine(QLineF(socket_at[0] + QPointF(40, 0), socket_at[static_cast<std::size_t>(sock)] - QPointF(40, 0)), QPen(QColor(150, 150, 190), 3))
+        ->setZValue(-1);
+  // GPU → its NIC: how far the GPUDirect path goes.
+  for (int g = 0; g < n.gpus; ++g) {
+    const int k = n.gpu_nic[static_cast<std::size_t>(g)];
+    const int sg = n.gpu_switch[static_cast<std::size_t>(g)], sk = n.nic_switch[static_cast<std::size_t>(k)];
+    QColor c(120, 120, 120);
+    QString how = QStringLiteral("under one PCIe switch");
+    if (sg != sk && n.switch_socket[static_cast<std::size_t>(sg)] == n.switch_socket[static_cast<std::size_t>(sk)]) {
+      c = QColor(240, 140, 0);
+      how = QStringLiteral("through the CPU root complex");
+      ++through_root_;
+    } else if (sg != sk) {
+      c = QColor(220, 30, 30);
+      how = QStringLiteral("across the socket link");
+      ++across_sockets_;
+    } else {
+      ++under_switch_;
+    }
+    const QPointF a = gpu_at[static_cast<std::size_t>(g)] + QPointF(0, 12), b = nic_at[static_cast<std::size_t>(k)] + QPointF(0, 12);
+    const double dip = 18 + 6 * (g % 4);
+    QPainterPath path(a);
+    path.cubicTo(a + QPointF(0, dip * 2), b + QPointF(0, dip * 2), b);
+    auto* item = addPath(path, QPen(c, 2));
+    item->setToolTip(QStringLiteral("GPU %1 → NIC %2: %3").arg(g).arg(k).arg(how));
+  }
+  auto* legend = addSimpleText(QStringLiteral("%1 (ranks %2–%3)\nGPU → its NIC: grey under one switch, orange through the CPU root, red across sockets")
+                                   .arg(QString::fromStdString(n.name))
+                                   .arg(n.rank)
+                                   .arg(n.rank + n.gpus - 1));
+  legend->setBrush(QColor(70, 70, 70));
+  legend->setPos(0, -60);
+  setSceneRect(itemsBoundingRect().adjusted(-10, -10, 10, 10));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -90,6 +90,25 @@ class TopologyScene : public QGraphicsScene {
   double tier_gap_ = 0;
 };
 
+// The inside of one node (SimGrid's node model): CPU sockets, the PCIe switches under each, the
+// GPUs and NICs under each switch, and a line from each GPU to the NIC its rank uses — grey under
+// one switch, orange through the CPU root, red across the socket link (GPUDirect slows down).
+class NodeScene : public QGraphicsScene {
+  Q_OBJECT
+
+ public:
+  explicit NodeScene(QObject* parent = nullptr) : QGraphicsScene(parent) {}
+  // Draws the node (a host of the topology); a node without a model gets a one-line note.
+  void show(const TopoNode& node);
+  // For tests: how the GPU-NIC pairs run (under one switch, through the root, across sockets).
+  int pairsUnderSwitch() const { return under_switch_; }
+  int pairsThroughRoot() const { return through_root_; }
+  int pairsAcrossSockets() const { return across_sockets_; }
+
+ private:
+  int under_switch_ = 0, through_root_ = 0, across_sockets_ = 0;
+};
+
 // A view with wheel zoom, drag to pan, and tooltips from the scene's data.
 class TopologyView : public QGraphicsView {
   Q_OBJECT

@@ -272,6 +272,26 @@ class DashboardTest : public QObject {
     QCOMPARE(scene.linkColour(scene.drawnLinkOf(0)), TopologyScene::colourFor(1.0));
   }
 
+  // A node of the node model: its sockets, switches, GPUs and NICs, and how each GPU reaches its NIC.
+  void nodeInsideShowsTheGpuDirectPaths() {
+    const QString near = record_run(dir_.path(), "near.jsonl", "scenarios/gpudirect-paths.yaml",
+                                    {"workload.sizes=1MiB", "workload.iterations=5"});
+    const QString far = record_run(dir_.path(), "far.jsonl", "scenarios/gpudirect-paths.yaml",
+                                   {"workload.sizes=1MiB", "workload.iterations=5", "fabric.node.gpu_nic=[4,5,6,7,0,1,2,3]"});
+    MainWindow w(all_backends());
+    QCOMPARE(w.openRecord(near), QString());
+    const TopoNode& n0 = w.data()->record().topology.nodes[0];
+    QCOMPARE(n0.gpus, 8);
+    QCOMPARE(n0.gpu_nic, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+    w.topologyScene()->selectNode(0);
+    QCOMPARE(w.nodeScene()->pairsUnderSwitch(), 8);
+    QCOMPARE(w.nodeScene()->pairsAcrossSockets(), 0);
+    QCOMPARE(w.openRecord(far), QString());
+    w.topologyScene()->selectNode(1);
+    QCOMPARE(w.nodeScene()->pairsAcrossSockets(), 8);
+    QVERIFY(w.topologyScene()->describeAt(w.topologyScene()->nodeCentre(1)).contains("8 GPUs, 8 NICs"));
+  }
+
   void screenshotWritesAPng() {
     const QString rec = record_run(dir_.path(), "shot.jsonl", "scenarios/write-bw-64k.yaml", {"workload.iterations=100"});
     MainWindow w(all_backends());

@@ -24,6 +24,9 @@ struct TopoNode {
   // Hosts under a node model (fabric.node.model: pcie): the node's GPUs (= its ranks, from
   // `rank` on), NICs, PCIe switches and CPU sockets; 0 when the node has no model.
   int gpus = 0, nics = 0, pcie_switches = 0, sockets = 0;
+  // Where each sits: the PCIe switch of each GPU and NIC, the socket of each switch, the NIC each
+  // GPU's rank uses (empty without a node model).
+  std::vector<int> gpu_switch, nic_switch, switch_socket, gpu_nic;
 };
 
 struct TopoLink {
