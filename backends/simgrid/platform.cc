@@ -76,8 +76,18 @@ void add_fabric_keys(Schema& s) {
 
 void add_presets(Schema& s) {
   // Numbers from vendor briefs and specifications; each line says which. Everything not listed
-  // keeps its default.
-  s.add_preset({"fabric.preset", "cx6-hdr-a100",
+  // keeps its default. Both nodes have the DGX layout: 8 GPUs and 8 NICs, two of each under each
+  // of 4 PCIe switches, two switches per CPU socket.
+  const std::vector<std::pair<std::string, std::string>> dgx = {
+      {"fabric.gpus_per_node", "8"},         {"fabric.node.model", "pcie"},
+      {"fabric.node.nics", "8"},             {"fabric.node.pcie_switches", "4"},
+      {"fabric.node.sockets", "2"},          {"fabric.node.gpu_switch", "[0, 0, 1, 1, 2, 2, 3, 3]"},
+      {"fabric.node.nic_switch", "[0, 0, 1, 1, 2, 2, 3, 3]"}, {"fabric.node.switch_socket", "[0, 0, 1, 1]"}};
+  auto with_dgx = [&](Schema::Preset p) {
+    p.values.insert(p.values.end(), dgx.begin(), dgx.end());
+    return p;
+  };
+  s.add_preset(with_dgx({"fabric.preset", "cx6-hdr-a100",
                 "DGX A100-class node: 8 A100, 8 ConnectX-6 HDR 200 Gb/s, 4 PCIe Gen4 switches each with 2 GPUs and 2 NICs, "
                 "2 AMD EPYC 7742 sockets",
                 {{"fabric.link.bandwidth", "200Gbps"},     // ConnectX-6 HDR InfiniBand, 200 Gb/s per port (product brief)
@@ -86,19 +96,11 @@ void add_presets(Schema& s) {
                  {"fabric.mtu", "4KiB"},                   // InfiniBand MTU
                  {"fabric.nic.message_rate", "215e6"},     // ConnectX-6: up to 215 million messages/s (product brief)
                  {"fabric.nic.latency", "300ns"},          // ConnectX-6: sub-600 ns end to end, half per NIC
-                 {"fabric.gpus_per_node", "8"},
-                 {"fabric.node.model", "pcie"},
-                 {"fabric.node.nics", "8"},
-                 {"fabric.node.pcie_switches", "4"},
-                 {"fabric.node.sockets", "2"},
-                 {"fabric.node.gpu_switch", "[0, 0, 1, 1, 2, 2, 3, 3]"},
-                 {"fabric.node.nic_switch", "[0, 0, 1, 1, 2, 2, 3, 3]"},
-                 {"fabric.node.switch_socket", "[0, 0, 1, 1]"},
                  {"fabric.node.pcie.bandwidth", "31.5GB/s"},  // PCIe Gen4 x16: 16 GT/s × 16 × 128/130 / 8
                  {"fabric.node.socket.bandwidth", "50GB/s"},  // EPYC 7002 inter-socket xGMI, order of magnitude
                  {"fabric.node.memory.bandwidth", "204.8GB/s"},  // 8 channels DDR4-3200 per socket
-                 {"fabric.node.nvlink.bandwidth", "300GB/s"}}});  // A100 NVLink 3: 600 GB/s both directions
-  s.add_preset({"fabric.preset", "cx7-ndr-h100",
+                 {"fabric.node.nvlink.bandwidth", "300GB/s"}}}));  // A100 NVLink 3: 600 GB/s both directions
+  s.add_preset(with_dgx({"fabric.preset", "cx7-ndr-h100",
                 "DGX H100-class node: 8 H100, 8 ConnectX-7 NDR 400 Gb/s, 4 PCIe Gen5 switches each with 2 GPUs and 2 NICs, "
                 "2 Intel Xeon 8480C sockets",
                 {{"fabric.link.bandwidth", "400Gbps"},     // ConnectX-7 NDR InfiniBand, 400 Gb/s per port (product brief)
@@ -107,18 +109,10 @@ void add_presets(Schema& s) {
                  {"fabric.mtu", "4KiB"},
                  {"fabric.nic.message_rate", "330e6"},     // ConnectX-7: 330-370 million messages/s (product brief)
                  {"fabric.nic.latency", "300ns"},
-                 {"fabric.gpus_per_node", "8"},
-                 {"fabric.node.model", "pcie"},
-                 {"fabric.node.nics", "8"},
-                 {"fabric.node.pcie_switches", "4"},
-                 {"fabric.node.sockets", "2"},
-                 {"fabric.node.gpu_switch", "[0, 0, 1, 1, 2, 2, 3, 3]"},
-                 {"fabric.node.nic_switch", "[0, 0, 1, 1, 2, 2, 3, 3]"},
-                 {"fabric.node.switch_socket", "[0, 0, 1, 1]"},
                  {"fabric.node.pcie.bandwidth", "63GB/s"},    // PCIe Gen5 x16: 32 GT/s × 16 × 128/130 / 8
                  {"fabric.node.socket.bandwidth", "60GB/s"},  // 4 UPI 2.0 links at 16 GT/s, order of magnitude
                  {"fabric.node.memory.bandwidth", "307.2GB/s"},  // 8 channels DDR5-4800 per socket
-                 {"fabric.node.nvlink.bandwidth", "450GB/s"}}});  // H100 NVLink 4: 900 GB/s both directions
+                 {"fabric.node.nvlink.bandwidth", "450GB/s"}}}));  // H100 NVLink 4: 900 GB/s both directions
 }
 
 namespace {
