@@ -37,6 +37,18 @@ QString record_run(const QString& dir, const QString& name, const std::string& s
   return dir + "/" + name;
 }
 
+// The run panel runs simgrid on a worker thread, and the simgrid backend forks its simulation.
+// Under AddressSanitizer a child forked while another thread is inside ASan's allocator waits
+// forever for the allocator's lock (seen here with GCC 12's libsanitizer: the child hangs in
+// SizeClassAllocator64::GetFromAllocator); glibc's malloc has fork handlers and does not. These
+// tests run in the normal build.
+#ifdef RDMALAB_SANITIZED_BUILD
+#define SKIP_FORK_FROM_THREAD() \
+  QSKIP("a fork from a multi-threaded process can hang in AddressSanitizer's allocator; run in the normal build")
+#else
+#define SKIP_FORK_FROM_THREAD()
+#endif
+
 int column_of(const QAbstractItemModel* m, const QString& heading) {
   for (int c = 0; c < m->columnCount(); ++c)
     if (m->headerData(c, Qt::Horizontal).toString() == heading) return c;
@@ -126,6 +138,7 @@ class DashboardTest : public QObject {
   // The run panel: a form from the scenario, a parameter changed, a simgrid run followed live
   // (samples arrive from the growing record), then the results.
   void runPanelRunsSimgridLive() {
+    SKIP_FORK_FROM_THREAD();
     MainWindow w(all_backends());
     RunPanel* p = w.runPanel();
     QCOMPARE(p->loadScenario(kSource + "/scenarios/fat-tree-2to1.yaml"), QString());
@@ -187,6 +200,7 @@ class DashboardTest : public QObject {
 
   // Stop kills the simulation; the panel says so and the record ends as cancelled.
   void stopEndsARun() {
+    SKIP_FORK_FROM_THREAD();
     MainWindow w(all_backends());
     RunPanel* p = w.runPanel();
     QCOMPARE(p->loadScenario(kSource + "/scenarios/fat-tree-2to1.yaml"), QString());

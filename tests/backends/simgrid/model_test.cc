@@ -346,7 +346,10 @@ TEST_F(SimgridModel, CancelStopsARunAndEndsItsRecord) {
   opt.record_path = path;
   opt.cancel = &cancel;
   std::thread stopper([&] {
-    // Stop once the run has written samples: the follower sees them while the file grows.
+    // Stop once the run has written samples: the follower sees them while the file grows. It
+    // starts after the simulation process has been forked: a fork while this thread allocates can
+    // hang the child in AddressSanitizer's allocator (see tests/gui/dashboard_test.cc).
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
     RecordFollower f(path + ".tmp");
     for (int i = 0; i < 600 && f.record().samples.size() < 10; ++i) {
       auto got = f.poll();
