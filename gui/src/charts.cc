@@ -43,6 +43,16 @@ struct ThroughputChart::Impl {
   QLineSeries* cursor = nullptr;
   std::vector<QLineSeries*> extra;
   std::vector<int> ranks, links;
+
+  // A line series on this chart's time and throughput axes.
+  QLineSeries* add_series(const QString& name) {
+    auto* s = new QLineSeries();
+    s->setName(name);
+    chart->addSeries(s);
+    s->attachAxis(x);
+    s->attachAxis(y);
+    return s;
+  }
 };
 
 ThroughputChart::ThroughputChart(RunData* run_data, QWidget* parent) : QWidget(parent), d_(std::make_unique<Impl>()) {
@@ -55,13 +65,9 @@ ThroughputChart::ThroughputChart(RunData* run_data, QWidget* parent) : QWidget(p
   d_->y->setTitleText(tr("Gb/s"));
   d_->chart->addAxis(d_->x, Qt::AlignBottom);
   d_->chart->addAxis(d_->y, Qt::AlignLeft);
-  auto add = [this](const QString& name, QPen pen) {
-    auto* s = new QLineSeries();
-    s->setName(name);
+  auto add = [this](const QString& name, const QPen& pen) {
+    QLineSeries* s = d_->add_series(name);
     s->setPen(pen);
-    d_->chart->addSeries(s);
-    s->attachAxis(d_->x);
-    s->attachAxis(d_->y);
     return s;
   };
   d_->aggregate = add(tr("all ranks"), QPen(QColor(20, 90, 200), 2));
@@ -131,12 +137,8 @@ void ThroughputChart::refresh() {
     d_->line_rate->clear();
   }
   auto add = [&](const QString& name, QList<QPointF> pts) {
-    auto* s = new QLineSeries();
-    s->setName(name);
+    QLineSeries* s = d_->add_series(name);
     s->replace(pts);
-    d_->chart->addSeries(s);
-    s->attachAxis(d_->x);
-    s->attachAxis(d_->y);
     d_->extra.push_back(s);
     track(pts);
   };
