@@ -2,11 +2,15 @@
 //
 // How a request becomes simulated time: post_send validates the request and starts its first
 // transfer as a host-to-host communication (Comm::sendto_async) at once, or when the NIC's
-// message-rate gate allows. Each rank also has a NIC actor, a daemon that waits on the rank's
-// transfers in flight (Activity::wait_any) and, when one ends, does what the responder NIC would:
-// checks keys, bounds and access rights, copies the bytes between the ranks' buffers, starts the
-// response of a read or an atomic, and delivers completions in order per QP. A post while the NIC
-// actor waits rings its doorbell: a never-ending Exec in its wait set that the poster cancels.
+// message-rate gate allows. There is no actor per NIC: a rank that blocks (waiting on a CQ or a
+// byte, computing, in a barrier) waits on its own transfers in flight and on those coming to it
+// (Activity::wait_any), and whichever of the two ends of a transfer wakes first does what the
+// NIC would: checks keys, bounds and access rights, copies the bytes between the ranks' buffers,
+// starts the response of a read or an atomic, and delivers completions in order per QP. Simulated
+// time only advances while every rank is blocked, so every transfer's end is handled at the
+// instant it happens. A rank whose wait cannot see the transfer that concerns it (one posted after
+// it blocked) is woken by a suspended zero-flop Exec in its wait set, resumed by whoever handled
+// the transfer: no message, no exception, no simulated time.
 //
 // SimGrid allows one engine per process and no reconfiguration, so every launch runs in a
 // forked child process; what the ranks' code leaves behind comes back through a pipe
@@ -22,11 +26,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <csignal>
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -90,7 +96,7 @@ struct PendingRecv {
 // One send request on its way. Phase 0 carries the request (and a write's or send's data) to
 // the responder; phase 1 carries a read's data or an atomic's old value back, or the ACK of a
 // write/send in the calibrated model.
-struct Op {
+struct Op : std::enable_shared_from_this<Op> {
   SimQp* qp = nullptr;
   SendWr wr;
   std::vector<Sge> sges;
@@ -110,19 +116,30 @@ struct Op {
   bool dead = false;       // flushed or retired: the NIC must not touch it again
   bool arrived = false;    // phase 0 reached the responder, which has not handled it yet
   bool responded = false;  // the responder handled it (RC: strictly in posting order)
+  int peer = -1;           // the responder's rank
+  std::uint64_t gen = 0;   // transfers started so far (phases and RNR retries)
+  bool incoming = false;   // listed in the responder's incoming transfers
+  // The requester's and the responder's wait that included this request's transfer number gen:
+  // a rank blocked in that wait wakes when the transfer ends and needs no other wake-up.
+  std::uint64_t req_epoch = 0, req_gen = 0, resp_epoch = 0, resp_gen = 0;
 };
 using OpPtr = std::shared_ptr<Op>;
 
+// A rank's NIC, and how its actor waits.
 struct Nic {
   int rank = 0;
   sg4::Host* host = nullptr;
-  sg4::Mailbox* doorbell = nullptr;
-  bool rung = false;             // a doorbell message is on its way
   std::vector<SimQp*> qps;
   double next_issue = 0;         // message-rate gate
-  sg4::MutexPtr mem_mu;
-  sg4::ConditionVariablePtr mem_cv;  // a peer's write landed in this rank's memory
-  std::uint64_t tx_bytes = 0;        // payload bytes this rank has sent (for samples)
+  std::uint64_t tx_bytes = 0;    // payload bytes this rank has sent (for samples)
+  std::vector<OpPtr> incoming;   // requests of other ranks whose phase 0 is on its way here
+  bool blocked = false;          // the rank's actor is in wait_any (or was answered and has not run yet)
+  std::uint64_t epoch = 0;       // which wait it is in
+  sg4::ExecPtr wake;             // suspended zero-flop Exec in every wait; resumed to wake the rank
+  bool wake_fired = false;
+  // Reused by each wait.
+  std::vector<sg4::ActivityPtr> set;
+  std::vector<OpPtr> owners;
 };
 
 struct World {
@@ -141,8 +158,6 @@ struct World {
   std::string abort_reason;
   std::uint64_t transfers = 0;  // phases ended (for the progress line)
   // bootstrap
-  sg4::MutexPtr boot_mu;
-  sg4::ConditionVariablePtr boot_cv;
   int arrived = 0;
   std::uint64_t generation = 0;
   bool mismatch = false;
@@ -150,30 +165,35 @@ struct World {
   std::vector<std::byte> gathered;
 
   // Any s4u call can let other actors run, and they may destroy the objects being walked. So
-  // wake-ups are not sent while state is being changed: they are queued here and sent by
-  // flush_wakes() once the caller touches nothing else.
-  std::vector<sg4::ConditionVariablePtr> pending_wakes;
-  void wake_later(const sg4::ConditionVariablePtr& cv) { pending_wakes.push_back(cv); }
+  // ranks are not woken while state is being changed: they are queued here and woken by
+  // flush_wakes() once the caller touches nothing else. While the end of a transfer is handled,
+  // `ending` is that request and its transfer number: a rank whose wait included that transfer
+  // was answered by it and is not woken again.
+  std::vector<int> pending_wakes;
+  const Op* ending = nullptr;
+  int ending_requester = -1;
+  std::uint64_t ending_gen = 0;
+  void wake_later(int rank) { pending_wakes.push_back(rank); }
   bool flush_wakes() {
     if (pending_wakes.empty()) return false;
-    std::vector<sg4::ConditionVariablePtr> wakes;
-    wakes.swap(pending_wakes);
-    for (auto& cv : wakes) cv->notify_all();
+    std::vector<int> ranks;
+    ranks.swap(pending_wakes);
+    for (int r : ranks) wake(r);
     return true;
+  }
+  void wake(int r) {
+    Nic& n = *nics[static_cast<std::size_t>(r)];
+    if (!n.blocked || n.wake_fired) return;
+    if (ending) {
+      const bool as_requester = r == ending_requester && ending->req_epoch == n.epoch && ending->req_gen == ending_gen;
+      const bool as_responder = r == ending->peer && ending->resp_epoch == n.epoch && ending->resp_gen == ending_gen;
+      if (as_requester || as_responder) return;
+    }
+    n.wake_fired = true;
+    n.wake->resume();  // no simcall: the Exec ends at this instant and answers the rank's wait
   }
 
   void abort(const std::string& why);
-  // Tells a NIC that work was posted: a zero-byte message to the NIC's doorbell mailbox, unless
-  // one is already on its way. It crosses the rank's own link and back, which is never longer
-  // than the route of any transfer the rank can start, so the NIC adds the new transfer to what
-  // it waits on before that transfer can end. (An Exec cancelled by the poster was tried first:
-  // every cancellation is a C++ exception, and every waiting Exec an action of the CPU model.)
-  void ring(Nic& nic) {
-    if (nic.rung) return;
-    nic.rung = true;
-    static int token = 0;
-    nic.doorbell->put_init(&token, 0)->detach();
-  }
   bool local_ok(const Sge& s, const void* pd, bool need_write) const {
     auto it = lkeys.find(s.lkey);
     if (it == lkeys.end() || it->second.pd != pd) return false;
@@ -192,25 +212,13 @@ struct World {
 
 class SimCq final : public CompletionQueue {
  public:
-  SimCq(World& w, std::uint32_t cap) : w_(w), cap_(cap), mu_(sg4::Mutex::create()), cv_(sg4::ConditionVariable::create()) {
-    w_.cqs.insert(this);
-  }
+  SimCq(World& w, int rank, std::uint32_t cap) : w_(w), rank_(rank), cap_(cap) { w_.cqs.insert(this); }
   ~SimCq() override { w_.cqs.erase(this); }
   std::uint32_t capacity() const override { return cap_; }
   Result<std::size_t> poll(std::span<Completion> out) override { return take(out); }
-  Result<std::size_t> wait(std::span<Completion> out, double timeout_s) override {
-    const double deadline = sg4::Engine::get_clock() + timeout_s;
-    std::unique_lock<sg4::Mutex> lock(*mu_);
-    while (q_.empty() && !overflowed_) {
-      if (w_.aborted) return Status(Errc::bootstrap, w_.abort_reason);
-      if (cv_->wait_until(lock, deadline) == std::cv_status::timeout && q_.empty() && !overflowed_) {
-        return Status(Errc::timeout, fmt::format("no completion within {}s of simulated time", timeout_s));
-      }
-    }
-    return take(out);
-  }
+  Result<std::size_t> wait(std::span<Completion> out, double timeout_s) override;
   bool push(const Completion& wc, SimQp* qp, std::uint64_t seq, bool send_side);
-  const sg4::ConditionVariablePtr& cv() const { return cv_; }
+  int rank() const { return rank_; }
   std::set<SimQp*> users;
 
  private:
@@ -222,11 +230,10 @@ class SimCq final : public CompletionQueue {
   };
   Result<std::size_t> take(std::span<Completion> out);
   World& w_;
+  int rank_;
   std::uint32_t cap_;
   std::deque<Entry> q_;
   bool overflowed_ = false;
-  sg4::MutexPtr mu_;
-  sg4::ConditionVariablePtr cv_;
 };
 
 class SimQp final : public QueuePair {
@@ -351,13 +358,13 @@ bool SimCq::push(const Completion& wc, SimQp* qp, std::uint64_t seq, bool send_s
   if (overflowed_) return false;
   if (q_.size() >= cap_) {
     overflowed_ = true;
-    w_.wake_later(cv_);
+    w_.wake_later(rank_);
     std::vector<SimQp*> us(users.begin(), users.end());
     for (SimQp* u : us) u->enter_error();
     return false;
   }
   q_.push_back(Entry{wc, qp, seq, send_side});
-  w_.wake_later(cv_);
+  w_.wake_later(rank_);
   return true;
 }
 
@@ -380,9 +387,7 @@ void World::abort(const std::string& why) {
   if (aborted) return;
   aborted = true;
   abort_reason = why;
-  wake_later(boot_cv);
-  for (SimCq* cq : cqs) wake_later(cq->cv());
-  for (auto& n : nics) wake_later(n->mem_cv);
+  for (auto& n : nics) wake_later(n->rank);
   flush_wakes();
 }
 
@@ -427,6 +432,12 @@ void launch_phase(World& w, Op& op) {
   auto bytes = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(phase_wire_bytes(w, op)));
   op.src = op.phase == 0 ? me : peer;
   op.dst = op.phase == 0 ? peer : me;
+  op.peer = peer_rank;
+  ++op.gen;
+  if (op.phase == 0 && peer_rank != qp->rank_ && !op.incoming) {
+    op.incoming = true;
+    w.nics[static_cast<std::size_t>(peer_rank)]->incoming.push_back(op.shared_from_this());
+  }
   op.comm = sg4::Comm::sendto_async(op.src, op.dst, bytes);
 }
 
@@ -488,12 +499,11 @@ void at_responder(World& w, Op& op) {
       dst += s.length;
     }
   };
-  Nic& peer_nic = *w.nics[static_cast<std::size_t>(peer->rank_)];
   switch (op.wr.opcode) {
     case SendOpcode::rdma_write:
     case SendOpcode::rdma_write_with_imm:
       if (op.len) gather(reinterpret_cast<std::uint8_t*>(op.wr.remote_addr));
-      w.wake_later(peer_nic.mem_cv);
+      w.wake_later(peer->rank_);  // it may be waiting for a byte to change
       break;
     case SendOpcode::atomic_fetch_add:
     case SendOpcode::atomic_cmp_swap: {
@@ -602,12 +612,11 @@ void phase_ended(World& w, const OpPtr& op) {
 
 // Completes finished requests in posting order (RC ordering).
 void retire_heads(World& w, SimQp* qp) {
-  Nic& nic = *w.nics[static_cast<std::size_t>(qp->rank_)];
   while (!qp->inflight_.empty() && qp->inflight_.front()->done) {
     auto op = std::move(qp->inflight_.front());
     qp->inflight_.pop_front();
     op->dead = true;
-    if (op->wr.opcode == SendOpcode::rdma_read) w.wake_later(nic.mem_cv);
+    if (op->wr.opcode == SendOpcode::rdma_read) w.wake_later(qp->rank_);
     if (op->status != WcStatus::success) {
       qp->complete_send(*op, op->status, true);
       qp->enter_error();
@@ -617,27 +626,48 @@ void retire_heads(World& w, SimQp* qp) {
   }
 }
 
-// The NIC actor. Each turn: retire finished requests, send the wake-ups, fire due timers, then
-// wait for one transfer, a timer or the doorbell. Nothing it walks is kept across an s4u call.
-void nic_loop(World& w, Nic& nic) {
-  std::vector<sg4::ActivityPtr> set;
-  std::vector<OpPtr> owners, due;
-  std::vector<std::uint32_t> qpns;
-  void* token = nullptr;
-  sg4::CommPtr bell = nic.doorbell->get_async(&token);
-  while (true) {
-    qpns.clear();
-    for (SimQp* qp : nic.qps) qpns.push_back(qp->qpn_);
-    for (std::uint32_t qpn : qpns) {
-      auto it = w.qps.find(qpn);
-      if (it != w.qps.end()) retire_heads(w, it->second);
-    }
-    if (w.flush_wakes()) continue;
+// The end of a request's transfer, seen by the requester's or the responder's wait (both may see
+// it; the first handles it).
+void transfer_ended(World& w, const OpPtr& op, const sg4::ActivityPtr& comm) {
+  if (op->dead || op->done || static_cast<sg4::Activity*>(op->comm.get()) != comm.get()) return;
+  const std::uint64_t gen = op->gen;
+  const std::uint32_t qpn = op->qp->qpn_;
+  const int requester = op->qp->rank_;
+  phase_ended(w, op);
+  auto it = w.qps.find(qpn);
+  if (it != w.qps.end() && !op->dead) retire_heads(w, it->second);
+  w.ending = op.get();
+  w.ending_requester = requester;
+  w.ending_gen = gen;
+  w.flush_wakes();
+  w.ending = nullptr;
+}
 
+// How a rank's actor waits until done() holds, the deadline passes (simulated seconds, infinity
+// for none) or the run is aborted: it starts its requests whose timers are due, then waits on its
+// transfers in flight, the transfers coming to it, its next timer and its wake-up Exec, and
+// handles the transfer that ends. Returns ok when done() holds, timeout at the deadline.
+template <typename Done>
+Status progress(World& w, int rank, double deadline, Done done) {
+  Nic& nic = *w.nics[static_cast<std::size_t>(rank)];
+  std::vector<OpPtr> due;
+  while (true) {
+    for (std::size_t i = 0; i < nic.qps.size(); ++i) retire_heads(w, nic.qps[i]);
+    w.flush_wakes();
+    if (done()) return Status::ok();
+    if (w.aborted) return Status(Errc::bootstrap, w.abort_reason);
+    if (!nic.wake) {
+      // Starting it is an s4u call, during which others run: look again before waiting.
+      nic.wake = sg4::this_actor::exec_init(0);
+      nic.wake->start();
+      nic.wake->suspend();
+      nic.wake_fired = false;
+      continue;
+    }
     const double now = sg4::Engine::get_clock();
-    double next_timer = -1;
-    set.clear();
-    owners.clear();
+    double next_timer = deadline;
+    nic.set.clear();
+    nic.owners.clear();
     due.clear();
     for (SimQp* qp : nic.qps)
       for (auto& op : qp->inflight_) {
@@ -646,47 +676,71 @@ void nic_loop(World& w, Nic& nic) {
           if (op->timer_at <= now)
             due.push_back(op);
           else
-            next_timer = next_timer < 0 ? op->timer_at : std::min(next_timer, op->timer_at);
+            next_timer = std::min(next_timer, op->timer_at);
         } else if (op->comm) {
-          set.push_back(op->comm);
-          owners.push_back(op);
+          nic.set.push_back(op->comm);
+          nic.owners.push_back(op);
         }
       }
     if (!due.empty()) {
       for (auto& op : due)
-        if (!op->dead && op->timer_at >= 0) {
+        if (!op->dead && !op->done && op->timer_at >= 0) {
           op->timer_at = -1;
           launch_phase(w, *op);
         }
       continue;
     }
-    set.push_back(bell);
+    if (now >= deadline) return Status(Errc::timeout, "deadline");
+    const std::size_t own = nic.set.size();
+    auto& in = nic.incoming;
+    in.erase(std::remove_if(in.begin(), in.end(),
+                            [](const OpPtr& op) {
+                              const bool gone = op->dead || op->done || !op->comm || op->phase != 0;
+                              if (gone) op->incoming = false;
+                              return gone;
+                            }),
+             in.end());
+    for (auto& op : in) {
+      nic.set.push_back(op->comm);
+      nic.owners.push_back(op);
+    }
+    nic.set.push_back(nic.wake);
+    ++nic.epoch;
+    for (std::size_t i = 0; i < nic.owners.size(); ++i) {
+      Op& op = *nic.owners[i];
+      if (i < own) {
+        op.req_epoch = nic.epoch;
+        op.req_gen = op.gen;
+      } else {
+        op.resp_epoch = nic.epoch;
+        op.resp_gen = op.gen;
+      }
+    }
+    nic.blocked = true;
     ssize_t idx = -1;
     try {
-      idx = sg4::Activity::wait_any_for(set, next_timer >= 0 ? next_timer - now : -1.0);
+      idx = sg4::Activity::wait_any_for(nic.set, std::isinf(next_timer) ? -1.0 : next_timer - now);
     } catch (const simgrid::CancelException&) {
-      continue;  // a request cancelled by its QP's destruction
+      nic.blocked = false;
+      continue;  // a transfer cancelled by its QP's destruction
     }
-    if (idx == static_cast<ssize_t>(set.size()) - 1) {
-      // The doorbell: new work. Listen again before anything can ring.
-      nic.rung = false;
-      bell = nic.doorbell->get_async(&token);
+    nic.blocked = false;
+    if (idx < 0) continue;  // the next timer or the deadline
+    if (static_cast<std::size_t>(idx) == nic.set.size() - 1) {
+      nic.wake = nullptr;  // woken: a new Exec for the next wait
       continue;
     }
-    if (idx >= 0 && static_cast<std::size_t>(idx) < owners.size()) {
-      OpPtr op = owners[static_cast<std::size_t>(idx)];
-      if (!op->dead && !op->done && op->comm == set[static_cast<std::size_t>(idx)]) phase_ended(w, op);
-    }
+    OpPtr op = nic.owners[static_cast<std::size_t>(idx)];
+    sg4::ActivityPtr comm = nic.set[static_cast<std::size_t>(idx)];
+    transfer_ended(w, op, comm);
   }
 }
 
 Status SimQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index) {
-  Nic& nic = *w_.nics[static_cast<std::size_t>(rank_)];
-  bool any = false;
   for (std::size_t i = 0; i < wrs.size(); ++i) {
     const SendWr& wr = wrs[i];
     auto fail = [&](Errc code, std::string msg) {
-      if (any) w_.ring(nic);
+      retire_heads(w_, this);
       w_.flush_wakes();
       if (bad_index) *bad_index = i;
       return Status(code, fmt::format("QP {:#x}: {}", qpn_, msg));
@@ -716,7 +770,6 @@ Status SimQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index) {
     }
     Op& ref = *op;
     inflight_.push_back(std::move(op));
-    any = true;
     if (state_ == QpState::err) {
       flush_all();
       continue;
@@ -729,7 +782,7 @@ Status SimQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index) {
         }
     if (!ref.done) start_op(w_, ref);
   }
-  if (any) w_.ring(nic);
+  retire_heads(w_, this);  // requests refused at once complete in order
   w_.flush_wakes();
   return Status::ok();
 }
@@ -814,7 +867,7 @@ class SimDevice final : public Device {
   Result<std::unique_ptr<ProtectionDomain>> alloc_pd() override { return std::unique_ptr<ProtectionDomain>(new SimPd(w_, rank_)); }
   Result<std::unique_ptr<CompletionQueue>> create_cq(std::uint32_t entries) override {
     RDMALAB_TRY(check_cq_entries(entries, caps_));
-    return std::unique_ptr<CompletionQueue>(new SimCq(w_, entries));
+    return std::unique_ptr<CompletionQueue>(new SimCq(w_, rank_, entries));
   }
 
  private:
@@ -830,8 +883,7 @@ class SimBootstrap final : public Bootstrap {
   int size() const override { return size_; }
   Status barrier() override { return allgather({}).status(); }
   Result<std::vector<std::byte>> allgather(std::span<const std::byte> mine) override {
-    // Out of band: takes no simulated time.
-    std::unique_lock<sg4::Mutex> lock(*w_.boot_mu);
+    // Out of band: takes no simulated time. Ranks wait in progress(), so their transfers go on.
     if (w_.aborted) return Status(Errc::bootstrap, w_.abort_reason);
     std::uint64_t gen = w_.generation;
     w_.slots[static_cast<std::size_t>(rank_)].assign(mine.begin(), mine.end());
@@ -844,10 +896,11 @@ class SimBootstrap final : public Bootstrap {
         for (const auto& s : w_.slots) w_.gathered.insert(w_.gathered.end(), s.begin(), s.end());
       w_.arrived = 0;
       ++w_.generation;
-      w_.boot_cv->notify_all();
+      for (auto& n : w_.nics) w_.wake_later(n->rank);
+      w_.flush_wakes();
     } else {
-      while (w_.generation == gen && !w_.aborted) w_.boot_cv->wait(lock);
-      if (w_.generation == gen) return Status(Errc::bootstrap, w_.abort_reason);
+      Status st = progress(w_, rank_, std::numeric_limits<double>::infinity(), [&] { return w_.generation != gen; });
+      if (!st) return st;
     }
     if (w_.mismatch) return Status(Errc::invalid_argument, "allgather: ranks contributed different lengths");
     return w_.gathered;
@@ -863,24 +916,26 @@ class SimRuntime final : public Runtime {
   SimRuntime(World& w, int rank) : w_(w), rank_(rank) {}
   double now() override { return sg4::Engine::get_clock(); }
   void compute(double seconds) override {
-    if (seconds > 0) sg4::this_actor::sleep_for(seconds);
+    // Transfers go on meanwhile; an aborted run stops computing.
+    if (seconds > 0) (void)progress(w_, rank_, sg4::Engine::get_clock() + seconds, [] { return false; });
   }
   Status wait_for_byte(const volatile std::uint8_t* addr, std::uint8_t value, double timeout_s) override {
-    Nic& nic = *w_.nics[static_cast<std::size_t>(rank_)];
-    const double deadline = sg4::Engine::get_clock() + timeout_s;
-    std::unique_lock<sg4::Mutex> lock(*nic.mem_mu);
-    while (*addr != value) {
-      if (w_.aborted) return Status(Errc::bootstrap, w_.abort_reason);
-      if (nic.mem_cv->wait_until(lock, deadline) == std::cv_status::timeout && *addr != value)
-        return Status(Errc::timeout, fmt::format("byte not written within {}s of simulated time", timeout_s));
-    }
-    return Status::ok();
+    Status st = progress(w_, rank_, sg4::Engine::get_clock() + timeout_s, [&] { return *addr == value; });
+    if (st.code() == Errc::timeout) return Status(Errc::timeout, fmt::format("byte not written within {}s of simulated time", timeout_s));
+    return st;
   }
 
  private:
   World& w_;
   int rank_;
 };
+
+Result<std::size_t> SimCq::wait(std::span<Completion> out, double timeout_s) {
+  Status st = progress(w_, rank_, sg4::Engine::get_clock() + timeout_s, [&] { return !q_.empty() || overflowed_; });
+  if (st.code() == Errc::timeout) return Status(Errc::timeout, fmt::format("no completion within {}s of simulated time", timeout_s));
+  if (!st) return st;
+  return take(out);
+}
 
 // ------------------------------------------------------------------------------------------
 // Running a launch in a child process.
@@ -1081,16 +1136,11 @@ Status simulate(const LaunchSpec& spec, const RankMain& main, const Scenario& sc
       net->set_lat_factor_cb([steps = c.latency](double size, const sg4::Host*, const sg4::Host*, const std::vector<sg4::Link*>&,
                                                  const std::unordered_set<sg4::NetZone*>&) { return Calibration::factor(steps, size); });
   }
-  w.boot_mu = sg4::Mutex::create();
-  w.boot_cv = sg4::ConditionVariable::create();
   w.slots.resize(static_cast<std::size_t>(spec.ranks));
   for (int r = 0; r < spec.ranks; ++r) {
     auto nic = std::make_unique<Nic>();
     nic->rank = r;
     nic->host = w.hosts[static_cast<std::size_t>(r)];
-    nic->doorbell = sg4::Mailbox::by_name(fmt::format("doorbell-{}", r));
-    nic->mem_mu = sg4::Mutex::create();
-    nic->mem_cv = sg4::ConditionVariable::create();
     w.nics.push_back(std::move(nic));
   }
   RecordWriter rec;
@@ -1184,8 +1234,6 @@ Status simulate(const LaunchSpec& spec, const RankMain& main, const Scenario& sc
   std::vector<Status> results(static_cast<std::size_t>(spec.ranks), Status(Errc::internal, "did not finish"));
   std::vector<bool> finished(static_cast<std::size_t>(spec.ranks), false);
   for (int r = 0; r < spec.ranks; ++r) {
-    Nic* nic = w.nics[static_cast<std::size_t>(r)].get();
-    sg4::Actor::create(fmt::format("nic-{}", r), nic->host, [&w, nic] { nic_loop(w, *nic); })->daemonize();
     sg4::Actor::create(fmt::format("rank-{}", r), w.hosts[static_cast<std::size_t>(r)], [&, r] {
       SimDevice dev(w, r);
       SimBootstrap boot(w, r, spec.ranks);
