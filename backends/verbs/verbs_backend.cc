@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -295,7 +296,7 @@ class VQp final : public QueuePair {
   Status post_send(std::span<const SendWr> wrs, std::size_t* bad_index) override;
   Status post_recv(std::span<const RecvWr> wrs, std::size_t* bad_index) override;
   void mark_error() { state_ = QpState::err; }
-  Status post_prepared(std::vector<ibv_send_wr>& v);
+  Status post_prepared(ibv_send_wr* v, std::size_t count);
   // Completions carry an internal id (a sequence number, bit 63 set for the send queue) so that
   // the wrapper can enforce the queue depths exactly (providers accept more than they report)
   // and free send slots the verbs way: a polled completion frees its slot and every unsignaled
@@ -469,11 +470,16 @@ Result<std::size_t> VCq::poll(std::span<Completion> out) {
 }
 
 Result<std::size_t> VCq::wait(std::span<Completion> out, double timeout_s) {
+  // The clock is read only when nothing came: a busy loop on the CQ between reads, as perftest
+  // polls (reading the clock costs more than a poll under emulation, and delays the completion).
+  RDMALAB_ASSIGN(std::size_t first, poll(out));
+  if (first > 0) return first;
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
   auto last_health = Clock::now();
-  while (true) {
+  for (unsigned spins = 1;; ++spins) {
     RDMALAB_ASSIGN(std::size_t n, poll(out));
     if (n > 0) return n;
+    if (mode_ == WaitMode::poll && spins % 256 != 0) continue;
     auto now = Clock::now();
     if (now >= deadline) return Status(Errc::timeout, fmt::format("no completion within {}s", timeout_s));
     // A peer that died would never complete our requests: notice it through the bootstrap.
@@ -580,11 +586,18 @@ Status VQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index) {
     if (bad_index) *bad_index = 0;
     return Status(Errc::invalid_state, fmt::format("QP {:#x}: post_send needs the QP in RTS (it is in {})", qp_->qp_num, qp_state_name(state_)));
   }
-  std::vector<ibv_send_wr> v(wrs.size());
-  std::vector<ibv_sge> sges;
+  // Small lists (the common case: one request) are built on the stack: no allocation per post.
+  std::array<ibv_send_wr, 8> v_small;
+  std::array<ibv_sge, 16> s_small;
+  std::vector<ibv_send_wr> v_big;
+  std::vector<ibv_sge> s_big;
   std::size_t total_sge = 0;
   for (const auto& w : wrs) total_sge += w.sg_list.size();
-  sges.reserve(total_sge);
+  if (wrs.size() > v_small.size()) v_big.resize(wrs.size());
+  if (total_sge > s_small.size()) s_big.resize(total_sge);
+  ibv_send_wr* v = wrs.size() > v_small.size() ? v_big.data() : v_small.data();
+  ibv_sge* sges = total_sge > s_small.size() ? s_big.data() : s_small.data();
+  std::size_t nsge = 0;
   for (std::size_t i = 0; i < wrs.size(); ++i) {
     const SendWr& w = wrs[i];
     std::uint64_t len = 0;
@@ -596,20 +609,20 @@ Status VQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index) {
     if (Status bad = check_send_wr(w, caps_, len); !bad) return refuse(bad.message());
     if (sq_posted_ + i - sq_retired_ >= caps_.max_send_wr) {
       // Post the ones that fit, then refuse the rest, as verbs does with ENOMEM.
-      v.resize(i);
-      if (!v.empty()) v.back().next = nullptr;
-      Status st = i ? post_prepared(v) : Status::ok();
+      if (i) v[i - 1].next = nullptr;
+      Status st = i ? post_prepared(v, i) : Status::ok();
       if (!st) return st;
       if (bad_index) *bad_index = i;
       return Status(Errc::no_memory, fmt::format("QP {:#x}: send queue full ({} outstanding): poll completions before posting more",
                                                  qp_->qp_num, caps_.max_send_wr));
     }
     ibv_send_wr& r = v[i];
+    r = ibv_send_wr{};
     sq_ids_[(sq_posted_ + i) % sq_ids_.size()] = w.wr_id;
     r.wr_id = kSendBit | (sq_posted_ + i);
-    r.sg_list = sges.data() + sges.size();
+    r.sg_list = sges + nsge;
     r.num_sge = static_cast<int>(w.sg_list.size());
-    for (const auto& s : w.sg_list) sges.push_back(ibv_sge{s.addr, s.length, s.lkey});
+    for (const auto& s : w.sg_list) sges[nsge++] = ibv_sge{s.addr, s.length, s.lkey};
     r.send_flags = (w.signaled ? static_cast<unsigned>(IBV_SEND_SIGNALED) : 0u) | (w.inline_data ? static_cast<unsigned>(IBV_SEND_INLINE) : 0u);
     r.next = i + 1 < wrs.size() ? &v[i + 1] : nullptr;
     switch (w.opcode) {
@@ -632,16 +645,16 @@ Status VQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index) {
       r.wr.rdma.rkey = w.rkey;
     }
   }
-  if (v.empty()) return Status::ok();
-  Status st = post_prepared(v);
+  if (wrs.empty()) return Status::ok();
+  Status st = post_prepared(v, wrs.size());
   if (!st && bad_index) *bad_index = 0;
   return st;
 }
 
-Status VQp::post_prepared(std::vector<ibv_send_wr>& v) {
+Status VQp::post_prepared(ibv_send_wr* v, std::size_t count) {
   ibv_send_wr* bad = nullptr;
-  int rc = ibv_post_send(qp_, v.data(), &bad);
-  std::size_t accepted = rc && bad ? static_cast<std::size_t>(bad - v.data()) : (rc ? 0 : v.size());
+  int rc = ibv_post_send(qp_, v, &bad);
+  std::size_t accepted = rc && bad ? static_cast<std::size_t>(bad - v) : (rc ? 0 : count);
   sq_posted_ += accepted;
   if (rc) return from_errno(rc, fmt::format("QP {:#x}: ibv_post_send (request {} of the list)", qp_->qp_num, accepted));
   return Status::ok();
@@ -652,33 +665,45 @@ Status VQp::post_recv(std::span<const RecvWr> wrs, std::size_t* bad_index) {
     if (bad_index) *bad_index = 0;
     return Status(Errc::invalid_state, fmt::format("QP {:#x}: post_recv needs the QP in INIT or later (it is in RESET)", qp_->qp_num));
   }
-  std::vector<ibv_recv_wr> v(wrs.size());
-  std::vector<ibv_sge> sges;
+  // As post_send: small lists on the stack; requests before a refused one are posted.
+  std::array<ibv_recv_wr, 8> v_small;
+  std::array<ibv_sge, 16> s_small;
+  std::vector<ibv_recv_wr> v_big;
+  std::vector<ibv_sge> s_big;
   std::size_t total = 0;
   for (const auto& w : wrs) total += w.sg_list.size();
-  sges.reserve(total);
+  if (wrs.size() > v_small.size()) v_big.resize(wrs.size());
+  if (total > s_small.size()) s_big.resize(total);
+  ibv_recv_wr* v = wrs.size() > v_small.size() ? v_big.data() : v_small.data();
+  ibv_sge* sges = total > s_small.size() ? s_big.data() : s_small.data();
+  std::size_t nsge = 0, count = wrs.size();
+  Status refused = Status::ok();
   for (std::size_t i = 0; i < wrs.size(); ++i) {
     if (rq_posted_ + i - rq_retired_ >= caps_.max_recv_wr || wrs[i].sg_list.size() > caps_.max_recv_sge) {
       if (bad_index) *bad_index = i;
-      return Status(wrs[i].sg_list.size() > caps_.max_recv_sge ? Errc::invalid_argument : Errc::no_memory,
-                    fmt::format("QP {:#x}: receive queue full or too many SGEs", qp_->qp_num));
+      refused = Status(wrs[i].sg_list.size() > caps_.max_recv_sge ? Errc::invalid_argument : Errc::no_memory,
+                       fmt::format("QP {:#x}: receive queue full or too many SGEs", qp_->qp_num));
+      count = i;
+      break;
     }
+    v[i] = ibv_recv_wr{};
     rq_ids_[(rq_posted_ + i) % rq_ids_.size()] = wrs[i].wr_id;
     v[i].wr_id = rq_posted_ + i;
-    v[i].sg_list = sges.data() + sges.size();
+    v[i].sg_list = sges + nsge;
     v[i].num_sge = static_cast<int>(wrs[i].sg_list.size());
-    for (const auto& s : wrs[i].sg_list) sges.push_back(ibv_sge{s.addr, s.length, s.lkey});
+    for (const auto& s : wrs[i].sg_list) sges[nsge++] = ibv_sge{s.addr, s.length, s.lkey};
     v[i].next = i + 1 < wrs.size() ? &v[i + 1] : nullptr;
   }
-  if (v.empty()) return Status::ok();
+  if (count == 0) return refused;
+  v[count - 1].next = nullptr;
   ibv_recv_wr* bad = nullptr;
-  int rc = ibv_post_recv(qp_, v.data(), &bad);
-  rq_posted_ += rc && bad ? static_cast<std::size_t>(bad - v.data()) : (rc ? 0 : v.size());
+  int rc = ibv_post_recv(qp_, v, &bad);
+  rq_posted_ += rc && bad ? static_cast<std::size_t>(bad - v) : (rc ? 0 : count);
   if (rc) {
-    if (bad_index && bad) *bad_index = static_cast<std::size_t>(bad - v.data());
+    if (bad_index && bad) *bad_index = static_cast<std::size_t>(bad - v);
     return from_errno(rc, fmt::format("QP {:#x}: ibv_post_recv", qp_->qp_num));
   }
-  return Status::ok();
+  return refused;
 }
 
 namespace {
@@ -837,12 +862,14 @@ class WallRuntime final : public Runtime {
   double now() override { return std::chrono::duration<double>(Clock::now() - t0_).count(); }
   void compute(double seconds) override { std::this_thread::sleep_for(std::chrono::duration<double>(seconds)); }
   Status wait_for_byte(const volatile std::uint8_t* addr, std::uint8_t value, double timeout_s) override {
-    // Busy-polls the memory, as ib_write_lat does.
-    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
-    for (std::uint64_t spins = 0;; ++spins) {
+    // Busy-polls the memory, as ib_write_lat does; the clock is read only every 64Ki spins.
+    Clock::time_point deadline{};
+    for (std::uint64_t spins = 1;; ++spins) {
       if (*addr == value) return Status::ok();
       if ((spins & 0xffff) == 0) {
         auto now = Clock::now();
+        if (deadline == Clock::time_point{})
+          deadline = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
         if (now > deadline) return Status(Errc::timeout, fmt::format("byte not written within {}s", timeout_s));
         if (boot_ && (spins & 0xfffff) == 0) RDMALAB_TRY(boot_->health());
       }

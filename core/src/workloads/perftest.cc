@@ -555,13 +555,16 @@ Status run_lat(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows, O
     };
 
     if (op == Op::write || op == Op::send) {
+      // One clock read per round trip, as perftest stamps each iteration: a sample is the time
+      // from one iteration's start to the next's.
+      double stamp = env.rt.now();
       for (std::uint64_t i = 0; i < total; ++i) {
         if (c.client) {
-          const double t0 = env.rt.now();
           RDMALAB_TRY(send_one(i));
           RDMALAB_TRY(receive_one(i));
-          const double t1 = env.rt.now();
-          if (i >= c.p.warmup) samples.push_back((t1 - t0) * 1e6 / latency_divisor);
+          const double next = env.rt.now();
+          if (i >= c.p.warmup) samples.push_back((next - stamp) * 1e6 / latency_divisor);
+          stamp = next;
         } else {
           RDMALAB_TRY(receive_one(i));
           RDMALAB_TRY(send_one(i));
