@@ -1,8 +1,9 @@
 // The SimGrid backend: every rank is an s4u actor on a host of a modelled cluster.
 //
 // How a request becomes simulated time: post_send validates the request and starts its first
-// transfer as a host-to-host communication (Comm::sendto_async) at once, or when the NIC's
-// message-rate gate allows. There is no actor per NIC: a rank that blocks (waiting on a CQ or a
+// transfer at once, or when the NIC's message-rate gate allows: through the responder's inbox (a
+// mailbox where every rank keeps receives waiting) when it goes between the two ranks' own hosts,
+// otherwise as a host-to-host communication (Comm::sendto_async). There is no actor per NIC: a rank that blocks (waiting on a CQ or a
 // byte, computing, in a barrier) waits on its own transfers in flight and on those coming to it
 // (Activity::wait_any), and whichever of the two ends of a transfer wakes first does what the
 // NIC would: checks keys, bounds and access rights, copies the bytes between the ranks' buffers,

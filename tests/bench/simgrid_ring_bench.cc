@@ -123,8 +123,11 @@ Outcome run_rdmalab(const Scenario& sc, int ranks, std::uint64_t chunk) {
   return out;
 }
 
-Outcome run_plain_s4u(const Scenario& sc, int ranks, std::uint64_t chunk) {
-  std::vector<std::string> args_s = sim::engine_args("plain");
+// A plain s4u program: an engine with the scenario's platform, one actor per rank running
+// `setup(hosts)`'s step function `step(rank, step)` for the ring's 2(p-1) steps.
+template <typename Setup>
+Outcome run_plain(const Scenario& sc, int ranks, const char* name, Setup setup) {
+  std::vector<std::string> args_s = sim::engine_args(name);
   std::vector<char*> args;
   for (auto& a : args_s) args.push_back(a.data());
   args.push_back(nullptr);
@@ -132,19 +135,12 @@ Outcome run_plain_s4u(const Scenario& sc, int ranks, std::uint64_t chunk) {
   sg4::Engine engine(&argc, args.data());
   sim::FabricModel model = sim::read_model(sc);
   auto hosts = sim::build_platform(sc, model);
-  std::vector<sg4::Mailbox*> boxes;
-  for (int r = 0; r < ranks; ++r) boxes.push_back(sg4::Mailbox::by_name(fmt::format("ring-{}", r)));
+  auto step = setup(hosts);
   Outcome out;
+  const int steps = 2 * (ranks - 1);
   for (int r = 0; r < ranks; ++r) {
     sg4::Actor::create(fmt::format("rank-{}", r), hosts[static_cast<std::size_t>(r)].gpu, [&, r] {
-      static int token = 0;
-      const int steps = 2 * (ranks - 1);
-      sg4::Mailbox* next = boxes[static_cast<std::size_t>((r + 1) % ranks)];
-      for (int step = 0; step < steps; ++step) {
-        sg4::CommPtr s = next->put_async(&token, chunk);
-        boxes[static_cast<std::size_t>(r)]->get<int>();
-        s->wait();
-      }
+      for (int k = 0; k < steps; ++k) step(r, k);
       if (r == 0) {
         out.simulated_s = sg4::Engine::get_clock();
         out.transfers = static_cast<std::uint64_t>(steps) * static_cast<std::uint64_t>(ranks);
@@ -155,42 +151,44 @@ Outcome run_plain_s4u(const Scenario& sc, int ranks, std::uint64_t chunk) {
   return out;
 }
 
+// Mailbox rendezvous: put to the next rank's mailbox, get from one's own.
+Outcome run_plain_s4u(const Scenario& sc, int ranks, std::uint64_t chunk) {
+  return run_plain(sc, ranks, "plain", [&](const std::vector<sim::RankEndpoints>&) {
+    auto boxes = std::make_shared<std::vector<sg4::Mailbox*>>();
+    for (int r = 0; r < ranks; ++r) boxes->push_back(sg4::Mailbox::by_name(fmt::format("ring-{}", r)));
+    return [boxes, ranks, chunk](int r, int) {
+      static int token = 0;
+      sg4::CommPtr s = (*boxes)[static_cast<std::size_t>((r + 1) % ranks)]->put_async(&token, chunk);
+      (*boxes)[static_cast<std::size_t>(r)]->get<int>();
+      s->wait();
+    };
+  });
+}
+
+// Host-to-host transfers, as rdmalab's backend makes them; incoming[r][step % 2] is the transfer
+// rank r-1 started to r at that step, and arrived[r] counts them.
 Outcome run_plain_sendto(const Scenario& sc, int ranks, std::uint64_t chunk) {
-  std::vector<std::string> args_s = sim::engine_args("plain-sendto");
-  std::vector<char*> args;
-  for (auto& a : args_s) args.push_back(a.data());
-  args.push_back(nullptr);
-  int argc = static_cast<int>(args_s.size());
-  sg4::Engine engine(&argc, args.data());
-  sim::FabricModel model = sim::read_model(sc);
-  auto hosts = sim::build_platform(sc, model);
-  // incoming[r][step % 2]: the transfer rank r-1 started to r at that step; arrived[r] counts them.
-  std::vector<std::array<sg4::CommPtr, 2>> incoming(static_cast<std::size_t>(ranks));
-  std::vector<sg4::SemaphorePtr> arrived;
-  for (int r = 0; r < ranks; ++r) arrived.push_back(sg4::Semaphore::create(0));
-  Outcome out;
-  for (int r = 0; r < ranks; ++r) {
-    sg4::Actor::create(fmt::format("rank-{}", r), hosts[static_cast<std::size_t>(r)].gpu, [&, r] {
-      const int steps = 2 * (ranks - 1);
+  return run_plain(sc, ranks, "plain-sendto", [&](const std::vector<sim::RankEndpoints>& hosts) {
+    struct Shared {
+      std::vector<std::array<sg4::CommPtr, 2>> incoming;
+      std::vector<sg4::SemaphorePtr> arrived;
+    };
+    auto sh = std::make_shared<Shared>();
+    sh->incoming.resize(static_cast<std::size_t>(ranks));
+    for (int r = 0; r < ranks; ++r) sh->arrived.push_back(sg4::Semaphore::create(0));
+    return [sh, &hosts, ranks, chunk](int r, int step) {
       const auto next = static_cast<std::size_t>((r + 1) % ranks);
       const auto me = static_cast<std::size_t>(r);
-      for (int step = 0; step < steps; ++step) {
-        sg4::CommPtr s = sg4::Comm::sendto_async(hosts[me].gpu, hosts[next].gpu, chunk);
-        incoming[next][static_cast<std::size_t>(step % 2)] = s;
-        arrived[next]->release();
-        arrived[me]->acquire();
-        sg4::CommPtr in = incoming[me][static_cast<std::size_t>(step % 2)];
-        s->wait();
-        in->wait();
-      }
-      if (r == 0) {
-        out.simulated_s = sg4::Engine::get_clock();
-        out.transfers = static_cast<std::uint64_t>(steps) * static_cast<std::uint64_t>(ranks);
-      }
-    });
-  }
-  engine.run();
-  return out;
+      const auto slot = static_cast<std::size_t>(step % 2);
+      sg4::CommPtr s = sg4::Comm::sendto_async(hosts[me].gpu, hosts[next].gpu, chunk);
+      sh->incoming[next][slot] = s;
+      sh->arrived[next]->release();
+      sh->arrived[me]->acquire();
+      sg4::CommPtr in = sh->incoming[me][slot];
+      s->wait();
+      in->wait();
+    };
+  });
 }
 
 struct Measured {
