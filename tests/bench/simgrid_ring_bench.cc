@@ -85,6 +85,9 @@ Outcome run_rdmalab(const Scenario& sc, int ranks, std::uint64_t chunk) {
     RDMALAB_TRY(from_prev->to_rtr(a));
     RDMALAB_TRY(from_prev->to_rts());
     const RemoteBuffer dst = all[static_cast<std::size_t>(next)].rb;
+    // Every rank holds everyone's endpoints only until connected: p ranks × p entries would be
+    // the largest thing in the simulation's memory at scale (it grows as p squared).
+    std::vector<Hello>().swap(all);
     RDMALAB_TRY(env.boot.barrier());
     Sge sge{mr->addr(), static_cast<std::uint32_t>(chunk), mr->lkey()};
     Sge rsge{mr->addr() + chunk, 0, mr->lkey()};
