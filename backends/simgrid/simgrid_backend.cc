@@ -129,7 +129,6 @@ using OpPtr = std::shared_ptr<Op>;
 // A rank's NIC, and how its actor waits.
 struct Nic {
   int rank = 0;
-  sg4::Host* host = nullptr;
   std::vector<SimQp*> qps;
   double next_issue = 0;         // message-rate gate
   std::uint64_t tx_bytes = 0;    // payload bytes this rank has sent (for samples)
@@ -150,6 +149,10 @@ struct Nic {
   std::uint64_t epoch = 0;       // which wait it is in
   sg4::ExecPtr wake;             // suspended zero-flop Exec in every wait; resumed to wake the rank
   bool wake_fired = false;
+  void fire_wake() {
+    wake_fired = true;
+    wake->resume();  // no simcall: the Exec ends at this instant and answers the rank's wait
+  }
   // Reused by each wait.
   std::vector<sg4::ActivityPtr> set;
   std::vector<OpPtr> owners;
@@ -164,7 +167,6 @@ struct World {
   std::vector<std::unique_ptr<Nic>> nics;
   std::unordered_map<std::uint32_t, MrRec> lkeys, rkeys;
   std::unordered_map<std::uint32_t, SimQp*> qps;
-  std::set<SimCq*> cqs;
   std::uint32_t next_key = 0x1000;
   std::uint32_t next_qpn = 0x100;
   bool aborted = false;
@@ -187,12 +189,11 @@ struct World {
   int ending_requester = -1;
   std::uint64_t ending_gen = 0;
   void wake_later(int rank) { pending_wakes.push_back(rank); }
-  bool flush_wakes() {
-    if (pending_wakes.empty()) return false;
+  void flush_wakes() {
+    if (pending_wakes.empty()) return;
     std::vector<int> ranks;
     ranks.swap(pending_wakes);
     for (int r : ranks) wake(r);
-    return true;
   }
   void wake(int r) {
     Nic& n = *nics[static_cast<std::size_t>(r)];
@@ -202,8 +203,7 @@ struct World {
       const bool as_responder = r == ending->peer && ending->resp_epoch == n.epoch && ending->resp_gen == ending_gen;
       if (as_requester || as_responder) return;
     }
-    n.wake_fired = true;
-    n.wake->resume();  // no simcall: the Exec ends at this instant and answers the rank's wait
+    n.fire_wake();
   }
 
   void abort(const std::string& why);
@@ -225,8 +225,7 @@ struct World {
 
 class SimCq final : public CompletionQueue {
  public:
-  SimCq(World& w, int rank, std::uint32_t cap) : w_(w), rank_(rank), cap_(cap) { w_.cqs.insert(this); }
-  ~SimCq() override { w_.cqs.erase(this); }
+  SimCq(World& w, int rank, std::uint32_t cap) : w_(w), rank_(rank), cap_(cap) {}
   std::uint32_t capacity() const override { return cap_; }
   Result<std::size_t> poll(std::span<Completion> out) override { return take(out); }
   Result<std::size_t> wait(std::span<Completion> out, double timeout_s) override;
@@ -477,10 +476,7 @@ void launch_phase(World& w, Op& op) {
   // Others ran during that call: a requester that blocked meanwhile does not wait on this transfer
   // (unless the wait it is in still has the previous one, whose end answers it anyway).
   Nic& rn = *w.nics[static_cast<std::size_t>(qp->rank_)];
-  if (rn.blocked && !rn.wake_fired && !(op.req_epoch == rn.epoch && op.req_gen + 1 == op.gen)) {
-    rn.wake_fired = true;
-    rn.wake->resume();
-  }
+  if (rn.blocked && !rn.wake_fired && !(op.req_epoch == rn.epoch && op.req_gen + 1 == op.gen)) rn.fire_wake();
 }
 
 // Schedules phase 0 of a new request through the NIC's message-rate gate and latency.
@@ -1210,7 +1206,6 @@ Status simulate(const LaunchSpec& spec, const RankMain& main, const Scenario& sc
   for (int r = 0; r < spec.ranks; ++r) {
     auto nic = std::make_unique<Nic>();
     nic->rank = r;
-    nic->host = w.hosts[static_cast<std::size_t>(r)];
     nic->inbox = sg4::Mailbox::by_name(fmt::format("inbox-{}", r));
     w.nics.push_back(std::move(nic));
   }
