@@ -120,6 +120,7 @@ struct Op : std::enable_shared_from_this<Op> {
   int peer = -1;           // the responder's rank
   std::uint64_t gen = 0;   // transfers started so far (phases and RNR retries)
   bool incoming = false;   // listed in the responder's incoming transfers
+  bool via_inbox = false;  // the current transfer went through the responder's inbox (not detached)
   // The requester's and the responder's wait that included this request's transfer number gen:
   // a rank blocked in that wait wakes when the transfer ends and needs no other wake-up.
   std::uint64_t req_epoch = 0, req_gen = 0, resp_epoch = 0, resp_gen = 0;
@@ -133,6 +134,12 @@ struct Nic {
   double next_issue = 0;         // message-rate gate
   std::uint64_t tx_bytes = 0;    // payload bytes this rank has sent (for samples)
   std::vector<OpPtr> incoming;   // requests of other ranks whose phase 0 is on its way here (host to host)
+  // Its inbox transfers that ended while its wait was not on them (the responder saw the end, or
+  // another end at the same instant answered the wait). SimGrid 3.32 keeps a transfer in its
+  // sender's list of activities until the sender waits on it, and searches that list linearly at
+  // every end: unreaped, the list grew by about one entry per step and made each transfer cost
+  // O(ranks) in a ring. The rank waits on them (they are over: no blocking) before its next wait.
+  std::vector<sg4::CommPtr> unreaped;
   // The rank's inbox: receives it keeps waiting there (in posting order, which is the order the
   // mailbox matches them in), each with the request whose transfer matched it.
   struct InboxRecv {
@@ -153,6 +160,7 @@ struct Nic {
     wake_fired = true;
     wake->resume();  // no simcall: the Exec ends at this instant and answers the rank's wait
   }
+  double alarm_at = std::numeric_limits<double>::infinity();  // its live entry in World::alarms
   // Reused by each wait.
   std::vector<sg4::ActivityPtr> set;
   std::vector<OpPtr> owners;
@@ -204,6 +212,41 @@ struct World {
       if (as_requester || as_responder) return;
     }
     n.fire_wake();
+  }
+
+  // Timers. A wait with a deadline (a CQ wait's timeout, a compute phase, a request's start time)
+  // gives SimGrid no timeout of its own: SimGrid 3.32 allocates a timer for each and keeps them
+  // all in one heap (one per waiting rank: most of a wait's cost at 1024 ranks). The rank files
+  // an alarm here instead, and one daemon actor, the timekeeper, sleeps until the earliest alarm
+  // and wakes that rank at that instant. A rank keeps one live alarm: one at or before a new
+  // deadline already wakes it in time (it then files again); an earlier one replaces it.
+  struct Alarm {
+    double at;
+    int rank;
+    bool operator<(const Alarm& o) const { return at != o.at ? at > o.at : rank > o.rank; }  // heap top: earliest
+  };
+  std::vector<Alarm> alarms;  // a heap; entries a rank no longer holds are dropped when met
+  sg4::ExecPtr keeper_wake;   // as a rank's wake-up Exec
+  bool keeper_blocked = false, keeper_fired = false;
+  double keeper_armed = std::numeric_limits<double>::infinity();
+  int ranks_running = 0;  // the timekeeper returns with the last rank
+  void wake_keeper() {
+    if (keeper_blocked && !keeper_fired) {
+      keeper_fired = true;
+      keeper_wake->resume();
+    }
+  }
+  void set_alarm(int rank, double at) {
+    Nic& n = *nics[static_cast<std::size_t>(rank)];
+    if (n.alarm_at <= at) return;
+    n.alarm_at = at;
+    alarms.push_back({at, rank});
+    std::push_heap(alarms.begin(), alarms.end());
+    if (alarms.size() > 4 * nics.size() + 64) {  // stale entries: keep the live ones
+      std::erase_if(alarms, [&](const Alarm& a) { return nics[static_cast<std::size_t>(a.rank)]->alarm_at != a.at; });
+      std::make_heap(alarms.begin(), alarms.end());
+    }
+    if (at < keeper_armed) wake_keeper();
   }
 
   void abort(const std::string& why);
@@ -465,6 +508,7 @@ void launch_phase(World& w, Op& op) {
       op.resp_gen = op.gen;
     }
     static char payload = 0;
+    op.via_inbox = true;
     op.comm = pn.inbox->put_async(&payload, bytes);
     return;
   }
@@ -472,6 +516,7 @@ void launch_phase(World& w, Op& op) {
     op.incoming = true;
     pn.incoming.push_back(op.shared_from_this());
   }
+  op.via_inbox = false;
   op.comm = sg4::Comm::sendto_async(op.src, op.dst, bytes);
   // Others ran during that call: a requester that blocked meanwhile does not wait on this transfer
   // (unless the wait it is in still has the previous one, whose end answers it anyway).
@@ -667,10 +712,14 @@ void retire_heads(World& w, SimQp* qp) {
 // The end of a request's transfer, seen by the requester's or the responder's wait (both may see
 // it; the first handles it).
 void transfer_ended(World& w, const OpPtr& op, const sg4::Activity* comm) {
-  if (op->dead || op->done || static_cast<sg4::Activity*>(op->comm.get()) != comm) return;
+  // Already handled: the transfer's other side saw its end first (and may have dropped the comm,
+  // for an RNR retry).
+  if (!comm || op->dead || op->done || static_cast<sg4::Activity*>(op->comm.get()) != comm) return;
   const std::uint64_t gen = op->gen;
   const std::uint32_t qpn = op->qp->qpn_;
   const int requester = op->qp->rank_;
+  if (op->via_inbox && op->comm->get_state() != sg4::Activity::State::FINISHED)
+    w.nics[static_cast<std::size_t>(requester)]->unreaped.push_back(op->comm);
   phase_ended(w, op);
   auto it = w.qps.find(qpn);
   if (it != w.qps.end() && !op->dead) retire_heads(w, it->second);
@@ -698,6 +747,15 @@ Status progress(World& w, int rank, double deadline, Done done) {
       // receives, never inside `gets`, whose elements move.
       static void* sink = nullptr;
       g.get = nic.inbox->get_async(&sink);
+    }
+    while (!nic.unreaped.empty()) {  // s4u calls, as above
+      sg4::CommPtr c = std::move(nic.unreaped.back());
+      nic.unreaped.pop_back();
+      try {
+        c->wait();
+      } catch (const simgrid::Exception&) {
+        // It ended; how does not matter here.
+      }
     }
     for (std::size_t i = 0; i < nic.qps.size(); ++i) retire_heads(w, nic.qps[i]);
     w.flush_wakes();
@@ -772,8 +830,9 @@ Status progress(World& w, int rank, double deadline, Done done) {
     }
     nic.blocked = true;
     ssize_t idx = -1;
+    if (!std::isinf(next_timer)) w.set_alarm(rank, next_timer);
     try {
-      idx = sg4::Activity::wait_any_for(nic.set, std::isinf(next_timer) ? -1.0 : next_timer - now);
+      idx = sg4::Activity::wait_any_for(nic.set, -1.0);
     } catch (const simgrid::CancelException&) {
       // A transfer cancelled by its QP's destruction; when it had matched the inbox's receive,
       // that receive ended with it.
@@ -782,7 +841,7 @@ Status progress(World& w, int rank, double deadline, Done done) {
       continue;
     }
     nic.blocked = false;
-    if (idx < 0) continue;  // the next timer or the deadline
+    if (idx < 0) continue;
     const auto at = static_cast<std::size_t>(idx);
     if (at == nic.set.size() - 1) {
       nic.wake = nullptr;  // woken: a new Exec for the next wait
@@ -799,6 +858,36 @@ Status progress(World& w, int rank, double deadline, Done done) {
     OpPtr op = nic.owners[at];
     sg4::ActivityPtr comm = nic.set[at];
     transfer_ended(w, op, comm.get());
+  }
+}
+
+// The timekeeper's actor: wakes each rank whose alarm is due, then sleeps until the next one or
+// until a rank files an earlier one. It returns once every rank has.
+void keep_time(World& w) {
+  while (w.ranks_running > 0) {
+    const double now = sg4::Engine::get_clock();
+    while (!w.alarms.empty() && w.alarms.front().at <= now) {
+      std::pop_heap(w.alarms.begin(), w.alarms.end());
+      const World::Alarm a = w.alarms.back();
+      w.alarms.pop_back();
+      Nic& n = *w.nics[static_cast<std::size_t>(a.rank)];
+      if (n.alarm_at != a.at) continue;
+      n.alarm_at = std::numeric_limits<double>::infinity();
+      w.wake_later(a.rank);
+    }
+    w.flush_wakes();
+    if (!w.keeper_wake) {  // s4u calls, during which ranks run: look again before sleeping
+      w.keeper_wake = sg4::this_actor::exec_init(0);
+      w.keeper_wake->start();
+      w.keeper_wake->suspend();
+      w.keeper_fired = false;
+      continue;
+    }
+    w.keeper_armed = w.alarms.empty() ? std::numeric_limits<double>::infinity() : w.alarms.front().at;
+    w.keeper_blocked = true;
+    const ssize_t idx = sg4::Activity::wait_any_for({w.keeper_wake}, std::isinf(w.keeper_armed) ? -1.0 : w.keeper_armed - now);
+    w.keeper_blocked = false;
+    if (idx == 0) w.keeper_wake = nullptr;
   }
 }
 
@@ -1327,8 +1416,11 @@ Status simulate(const LaunchSpec& spec, const RankMain& main, const Scenario& sc
       (void)progress(w, r, std::numeric_limits<double>::infinity(), [&] { return me.gets.empty(); });
       results[static_cast<std::size_t>(r)] = st;
       finished[static_cast<std::size_t>(r)] = true;
+      if (--w.ranks_running == 0) w.wake_keeper();
     });
   }
+  w.ranks_running = spec.ranks;
+  sg4::Actor::create("timekeeper", w.hosts[0], [&w] { keep_time(w); });
   engine.run();
   if (spec.progress && w.transfers > 0) std::fprintf(stderr, "\n");
   if (!spec.record_path.empty()) RDMALAB_TRY(rec.close());
