@@ -11,10 +11,12 @@
 // flight (about one per rank here); mailbox transfers do not pay that. The sendto row shows
 // rdmalab's own overhead; the mailbox row what that SimGrid cost adds at this scale.
 //
-//   build/bench/simgrid_ring_bench [RANKS [BYTES [plain|rdmalab]]]   e.g. 1024 1GiB, 8192 1GiB
+//   build/bench/simgrid_ring_bench [RANKS [BYTES [plain|sendto|rdmalab|all]]] [--progress]
+//   e.g. 1024 1GiB, 8192 1GiB rdmalab
 //
 // A third argument runs only that side (for profiling, and for scales where the sendto program
-// is too slow to wait for).
+// is too slow to wait for). Progress (simulated time reached, transfers, rate since the start) is
+// written to stderr about once a second when stderr is a terminal, or always with --progress.
 #include <fmt/format.h>
 #include <simgrid/s4u.hpp>
 #include <sys/resource.h>
@@ -51,12 +53,31 @@ struct Outcome {
   std::uint64_t transfers = 0;
 };
 
+bool g_progress = false;
+
+// The plain programs' progress line, in the backend's format.
+void plain_progress(const char* name, const std::uint64_t& transfers) {
+  if (!g_progress) return;
+  auto wall0 = std::chrono::steady_clock::now();
+  auto last = wall0;
+  sg4::Engine::on_time_advance_cb([name, &transfers, wall0, last](double) mutable {
+    auto now = std::chrono::steady_clock::now();
+    if (now - last < std::chrono::seconds(1)) return;
+    last = now;
+    const double wall = std::chrono::duration<double>(now - wall0).count();
+    std::fprintf(stderr, "\r[%s] simulated %.6f s, %llu transfers, %.0f transfers/s   ", name, sg4::Engine::get_clock(),
+                 static_cast<unsigned long long>(transfers), static_cast<double>(transfers) / wall);
+    std::fflush(stderr);
+  });
+}
+
 Outcome run_rdmalab(const Scenario& sc, int ranks, std::uint64_t chunk) {
   auto backend = all_backends().make("simgrid");
   Outcome out;
   LaunchSpec spec;
   spec.ranks = ranks;
   spec.scenario = &sc;
+  spec.progress = g_progress;
   spec.export_state = [&] { return std::string(reinterpret_cast<const char*>(&out), sizeof out); };
   spec.import_state = [&](const std::string& s) {
     if (s.size() == sizeof out) std::memcpy(&out, s.data(), sizeof out);
@@ -141,10 +162,15 @@ Outcome run_plain(const Scenario& sc, int ranks, const char* name, Setup setup) 
   auto hosts = sim::build_platform(sc, model);
   auto step = setup(hosts);
   Outcome out;
+  std::uint64_t done = 0;
+  plain_progress(name, done);
   const int steps = 2 * (ranks - 1);
   for (int r = 0; r < ranks; ++r) {
     sg4::Actor::create(fmt::format("rank-{}", r), hosts[static_cast<std::size_t>(r)].gpu, [&, r] {
-      for (int k = 0; k < steps; ++k) step(r, k);
+      for (int k = 0; k < steps; ++k) {
+        step(r, k);
+        ++done;
+      }
       if (r == 0) {
         out.simulated_s = sg4::Engine::get_clock();
         out.transfers = static_cast<std::uint64_t>(steps) * static_cast<std::uint64_t>(ranks);
@@ -152,6 +178,7 @@ Outcome run_plain(const Scenario& sc, int ranks, const char* name, Setup setup) 
     });
   }
   engine.run();
+  if (g_progress) std::fprintf(stderr, "\n");
   return out;
 }
 
@@ -230,7 +257,17 @@ Measured in_child(F f) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc_in, char** argv_in) {
+  std::vector<char*> pos;
+  g_progress = isatty(STDERR_FILENO) != 0;
+  for (int i = 0; i < argc_in; ++i) {
+    if (std::strcmp(argv_in[i], "--progress") == 0)
+      g_progress = true;
+    else
+      pos.push_back(argv_in[i]);
+  }
+  const int argc = static_cast<int>(pos.size());
+  char** argv = pos.data();
   int ranks = argc > 1 ? std::atoi(argv[1]) : 1024;
   std::uint64_t bytes = 1ull << 30;
   if (argc > 2) {
@@ -241,9 +278,10 @@ int main(int argc, char** argv) {
     }
     bytes = *b;
   }
-  const std::string only = argc > 3 ? argv[3] : "";
+  std::string only = argc > 3 ? argv[3] : "";
+  if (only == "all") only.clear();
   if (!only.empty() && only != "plain" && only != "sendto" && only != "rdmalab") {
-    fmt::print(stderr, "simgrid_ring_bench: the third argument is plain, sendto or rdmalab, not '{}'\n", only);
+    fmt::print(stderr, "simgrid_ring_bench: the third argument is plain, sendto, rdmalab or all, not '{}'\n", only);
     return 2;
   }
   if (ranks < 2) {

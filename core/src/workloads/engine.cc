@@ -149,23 +149,36 @@ Status CollectiveEngine::setup(const std::vector<Plan>& plans, std::uint64_t min
     mine[i].slots = conns_[i]->slots_in;
     mine[i].slot_bytes = conns_[i]->slot_bytes_in;
   }
-  RDMALAB_ASSIGN(auto counts, allgather_value(env_.boot, static_cast<std::uint64_t>(conns_.size())));
-  const std::uint64_t width = std::max<std::uint64_t>(1, *std::max_element(counts.begin(), counts.end()));
+  std::uint64_t width = 1;
+  {  // (ranks entries: not kept while waiting below)
+    RDMALAB_ASSIGN(auto counts, allgather_value(env_.boot, static_cast<std::uint64_t>(conns_.size())));
+    width = std::max<std::uint64_t>(1, *std::max_element(counts.begin(), counts.end()));
+  }
   mine.resize(width);
-  // Two rounds: the peer's slots size my queues, then the QP endpoints connect them.
-  RDMALAB_ASSIGN(auto table, env_.boot.allgather(std::as_bytes(std::span<const ConnInfo>(mine))));
-  auto peer_entry = [&](int peer, int chan, ConnInfo& out) {
-    const std::byte* base = table.data() + static_cast<std::size_t>(peer) * width * sizeof(ConnInfo);
-    for (std::uint64_t k = 0; k < width; ++k) {
-      std::memcpy(&out, base + k * sizeof(ConnInfo), sizeof out);
-      if (out.peer == env_.rank && out.chan == chan) return true;
+  // Two rounds: the peer's slots size my queues, then the QP endpoints connect them. Each rank
+  // keeps only its peers' entries for it and drops the table before it waits again: the table is
+  // ranks × width entries, so every rank holding one through the next round would be ranks² (GBs
+  // at 8192 ranks on SimGrid, where all ranks share one process).
+  std::vector<ConnInfo> theirs(conns_.size());
+  std::vector<bool> found(conns_.size());
+  auto exchange = [&]() -> Status {
+    RDMALAB_ASSIGN(auto table, env_.boot.allgather(std::as_bytes(std::span<const ConnInfo>(mine))));
+    for (std::size_t i = 0; i < conns_.size(); ++i) {
+      const std::byte* base = table.data() + static_cast<std::size_t>(conns_[i]->peer) * width * sizeof(ConnInfo);
+      found[i] = false;
+      for (std::uint64_t k = 0; k < width && !found[i]; ++k) {
+        std::memcpy(&theirs[i], base + k * sizeof(ConnInfo), sizeof(ConnInfo));
+        found[i] = theirs[i].peer == env_.rank && theirs[i].chan == conns_[i]->chan;
+      }
     }
-    return false;
+    return Status::ok();
   };
+  RDMALAB_TRY(exchange());
   std::uint64_t total = 1;
-  for (auto& c : conns_) {
-    ConnInfo info;
-    if (!peer_entry(c->peer, c->chan, info))
+  for (std::size_t i = 0; i < conns_.size(); ++i) {
+    auto& c = conns_[i];
+    const ConnInfo& info = theirs[i];
+    if (!found[i])
       return Status(Errc::internal, fmt::format("rank {}: rank {} has no connection back on channel {} (plans disagree)", env_.rank, c->peer, c->chan));
     c->remote_stage = info.stage;
     c->slots_out = info.slots;
@@ -188,13 +201,11 @@ Status CollectiveEngine::setup(const std::vector<Plan>& plans, std::uint64_t min
     RDMALAB_TRY(c.qp->to_init());
     mine[i].ep = c.qp->endpoint();
   }
-  RDMALAB_ASSIGN(table, env_.boot.allgather(std::as_bytes(std::span<const ConnInfo>(mine))));
+  RDMALAB_TRY(exchange());
   for (std::size_t i = 0; i < conns_.size(); ++i) {
     auto& c = *conns_[i];
-    ConnInfo info;
-    peer_entry(c.peer, c.chan, info);
     QpConnectAttr attr;
-    attr.remote = info.ep;
+    attr.remote = theirs[i].ep;
     RDMALAB_TRY(c.qp->to_rtr(attr));
     RDMALAB_TRY(c.qp->to_rts());
     for (std::uint32_t k = 0; k < c.slots_in + c.slots_out; ++k) RDMALAB_TRY(post_recv(i));
