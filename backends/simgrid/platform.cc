@@ -250,8 +250,6 @@ Status check_node(const Scenario& sc) {
       return sc.error("fabric.gpus_per_node", fmt::format("{} GPUs per node need a node model: set fabric.node.model: pcie (or a fabric.preset)", gpus));
     return Status::ok();
   }
-  if (sc.get_string("fabric.topology") == "full")
-    return sc.error("fabric.node.model", "the pcie node model works with star, fat_tree, torus and dragonfly (not full)");
   const int nics = static_cast<int>(sc.get_int("fabric.node.nics")), sw = static_cast<int>(sc.get_int("fabric.node.pcie_switches")),
             sockets = static_cast<int>(sc.get_int("fabric.node.sockets"));
   struct List {
@@ -635,22 +633,32 @@ std::vector<RankEndpoints> build_platform(const Scenario& sc, const FabricModel&
     }
     zone->seal();
   } else if (model.topology == "full") {
+    // A node (a host, or with a node model its zone and gateway) per machine, a link per pair;
+    // a node with several NICs has as many ports on each of its links, as on a star.
     auto* zone = sg4::create_full_zone("fabric");
-    std::vector<sg4::Host*> hosts;
+    std::vector<simgrid::kernel::routing::NetPoint*> points, gateways;
     std::vector<sg4::Link*> nics;
-    for (int i = 0; i < n; ++i) {
-      hosts.push_back(plain_host(zone, static_cast<unsigned long>(i)));
-      if (nic_lat > 0) nics.push_back(nic_link(zone, static_cast<unsigned long>(i)));
+    for (int i = 0; i < machines; ++i) {
+      const auto id = static_cast<unsigned long>(i);
+      if (nm.on) {
+        auto [np, gw] = node.build(zone, id, eps);
+        points.push_back(np);
+        gateways.push_back(gw);
+      } else {
+        points.push_back(plain_host(zone, id)->get_netpoint());
+        gateways.push_back(nullptr);
+      }
+      if (nic_lat > 0) nics.push_back(nic_link(zone, id));
     }
-    for (int i = 0; i < n; ++i)
-      for (int j = i + 1; j < n; ++j) {
-        auto* link = zone->create_split_duplex_link(fmt::format("link-{}-{}", i, j), bw)->set_latency(lat)->seal();
+    const double node_bw = nm.on ? bw * nm.nics : bw;
+    for (std::size_t i = 0; i < points.size(); ++i)
+      for (std::size_t j = i + 1; j < points.size(); ++j) {
+        auto* link = zone->create_split_duplex_link(fmt::format("link-{}-{}", i, j), node_bw)->set_latency(lat)->seal();
         std::vector<sg4::LinkInRoute> route;
-        if (nic_lat > 0) route.emplace_back(nics[static_cast<std::size_t>(i)]);
+        if (nic_lat > 0) route.emplace_back(nics[i]);
         route.emplace_back(link, sg4::LinkInRoute::Direction::UP);
-        if (nic_lat > 0) route.emplace_back(nics[static_cast<std::size_t>(j)]);
-        zone->add_route(hosts[static_cast<std::size_t>(i)]->get_netpoint(), hosts[static_cast<std::size_t>(j)]->get_netpoint(),
-                        nullptr, nullptr, route, true);
+        if (nic_lat > 0) route.emplace_back(nics[j]);
+        zone->add_route(points[i], points[j], gateways[i], gateways[j], route, true);
       }
     zone->seal();
   } else if (model.topology == "fat_tree") {
