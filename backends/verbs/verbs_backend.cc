@@ -603,6 +603,9 @@ Status VQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index) {
     std::uint64_t len = 0;
     const bool atomic = is_atomic(w.opcode);
     auto refuse = [&](const std::string& why) {
+      // As ibv_post_send does with a bad request in a list: the ones before it are posted.
+      if (i) v[i - 1].next = nullptr;
+      if (Status st = i ? post_prepared(v, i) : Status::ok(); !st) return st;
       if (bad_index) *bad_index = i;
       return Status(Errc::invalid_argument, fmt::format("QP {:#x}: {}", qp_->qp_num, why));
     };

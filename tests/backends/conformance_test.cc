@@ -594,6 +594,36 @@ TEST_P(Conformance, PostingMoreThanTheSendQueueHoldsIsRefused) {
   });
 }
 
+// A bad request in a list is refused with its index; the ones before it are posted (as
+// ibv_post_send does), the ones after it are not.
+TEST_P(Conformance, ABadRequestInAListIsRefusedAfterTheOnesBeforeIt) {
+  with_pair({}, [](Side& s) {
+    if (s.rank() != 0) return;
+    Sge g = sge(s, 0, 8);
+    std::vector<Sge> too_many(s.qp->caps().max_send_sge + 1, g);
+    std::vector<SendWr> list(3);
+    for (auto& wr : list) {
+      wr.opcode = SendOpcode::rdma_write;
+      wr.remote_addr = s.peer.addr;
+      wr.rkey = s.peer.rkey;
+      wr.signaled = true;
+      wr.sg_list = {&g, 1};
+    }
+    list[0].wr_id = 10;
+    list[1].sg_list = too_many;
+    std::size_t bad = 99999;
+    Status st = s.qp->post_send(list, &bad);
+    EXPECT_EQ(st.code(), Errc::invalid_argument) << st.to_string();
+    EXPECT_EQ(bad, 1u);
+    Completion wc = wait_one(s);
+    EXPECT_EQ(wc.status, WcStatus::success);
+    EXPECT_EQ(wc.wr_id, 10u) << "the request before the bad one was posted";
+    std::array<Completion, 4> more{};
+    auto n = s.cq->wait(more, 0.2);
+    EXPECT_EQ(n.status().code(), Errc::timeout) << "nothing after the bad one was posted";
+  });
+}
+
 TEST_P(Conformance, RegistrationChecksAccessFlags) {
   with_pair({}, [](Side& s) {
     auto r = s.pd->register_memory(s.buf.data(), 64, kAccessRemoteWrite);
