@@ -1,10 +1,22 @@
 #!/bin/sh
 # Runs one part of the verbs test suite inside the Soft-RoCE VM (scripts/rxe-vm.sh calls it).
-#   in_vm.sh BUILD_DIR conformance|perftest|collectives|cli
-# Exits non-zero when anything failed; prints what ran.
+#   in_vm.sh BUILD_DIR conformance|perftest|collectives|cli [RESULTS_DIR]
+# Exits non-zero when anything failed; prints what ran. With RESULTS_DIR (a folder the VM can
+# write: rxe-vm.sh's --out) each test's result is also left there — the gtest XML of each test
+# program, check-NAME.txt for each check below — for ctest's per-test entries (tests/CMakeLists.txt).
 set -u
 build=$1
 part=$2
+results=${3:-}
+if [ -n "$results" ]; then rm -f "$results"/*.xml "$results"/check-*.txt; fi
+# gtest PROGRAM FILTER: runs the verbs cases of a test program.
+gtest() {
+  if [ -n "$results" ]; then
+    "$build/tests/$1" --gtest_filter="$2" --gtest_output="xml:$results/$1.xml"
+  else
+    "$build/tests/$1" --gtest_filter="$2"
+  fi
+}
 rdmalab=$build/bin/rdmalab
 scenario=$(dirname "$0")/../../../scenarios/write-bw-64k.yaml
 fail=0
@@ -14,22 +26,24 @@ check() {
   name=$1; want=$2; pattern=$3; shift 3
   out=$("$@" 2>&1); got=$?
   if [ "$got" -ne "$want" ]; then
-    echo "[ FAIL ] $name: exit $got, wanted $want"; fail=1
+    verdict="[ FAIL ] $name: exit $got, wanted $want"; fail=1
   elif [ -n "$pattern" ] && ! printf '%s' "$out" | grep -q -- "$pattern"; then
-    echo "[ FAIL ] $name: the output does not say '$pattern'"; fail=1
+    verdict="[ FAIL ] $name: the output does not say '$pattern'"; fail=1
   else
-    echo "[ PASS ] $name"
+    verdict="[ PASS ] $name"
   fi
-  printf '%s\n' "$out" | sed 's/^/    /'
+  { echo "$verdict"; printf '%s\n' "$out" | sed 's/^/    /'; } | tee ${results:+"$results/check-$(slug "$name").txt"}
 }
+# The file name of a check: its name with everything but letters and digits as '_'.
+slug() { printf '%s' "$1" | tr -c 'A-Za-z0-9' '_'; }
 case "$part" in
   conformance)
-    "$build/tests/backends_conformance_test" --gtest_filter='*verbs*' || fail=1 ;;
+    gtest backends_conformance_test '*verbs*' || fail=1 ;;
   perftest)
-    "$build/tests/core_perftest_test" --gtest_filter='*verbs*' || fail=1 ;;
+    gtest core_perftest_test '*verbs*' || fail=1 ;;
   collectives)
-    "$build/tests/core_collectives_test" --gtest_filter='*verbs*' || fail=1
-    "$build/tests/core_training_test" --gtest_filter='*OnEveryBackend*:*ArriveExact*' || fail=1
+    gtest core_collectives_test '*verbs*' || fail=1
+    gtest core_training_test '*OnEveryBackend*:*ArriveExact*' || fail=1
     # Event-driven waits: 5 busy-polling ranks on the VM's 2 emulated CPUs would starve each other.
     check "all_reduce sweep on verbs, 5 ranks, nccl-tests columns" 0 "busbw" "$rdmalab" run "$scenario" --backend verbs \
       --set fabric.nodes=5 --set workload.type=all_reduce --set workload.sizes=8B..1MiB --set workload.iterations=3 \
