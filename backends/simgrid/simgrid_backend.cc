@@ -217,7 +217,7 @@ struct World {
   // Timers. A wait with a deadline (a CQ wait's timeout, a compute phase, a request's start time)
   // gives SimGrid no timeout of its own: SimGrid 3.32 allocates a timer for each and keeps them
   // all in one heap (one per waiting rank: most of a wait's cost at 1024 ranks). The rank files
-  // an alarm here instead, and one daemon actor, the timekeeper, sleeps until the earliest alarm
+  // an alarm here instead, and one more actor, the timekeeper, sleeps until the earliest alarm
   // and wakes that rank at that instant. A rank keeps one live alarm: one at or before a new
   // deadline already wakes it in time (it then files again); an earlier one replaces it.
   struct Alarm {
