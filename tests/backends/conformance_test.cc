@@ -570,6 +570,19 @@ TEST_P(Conformance, CompletionQueueOverflowIsReported) {
   });
 }
 
+// n signaled writes of `g` to the peer's region.
+std::vector<SendWr> writes_to_peer(const Side& s, const Sge& g, std::size_t n) {
+  std::vector<SendWr> list(n);
+  for (auto& wr : list) {
+    wr.opcode = SendOpcode::rdma_write;
+    wr.remote_addr = s.peer.addr;
+    wr.rkey = s.peer.rkey;
+    wr.signaled = true;
+    wr.sg_list = {&g, 1};
+  }
+  return list;
+}
+
 TEST_P(Conformance, PostingMoreThanTheSendQueueHoldsIsRefused) {
   PairOpts o;
   o.caps.max_send_wr = 4;
@@ -579,14 +592,7 @@ TEST_P(Conformance, PostingMoreThanTheSendQueueHoldsIsRefused) {
     const std::uint32_t depth = s.qp->caps().max_send_wr;
     EXPECT_GE(depth, 4u);
     Sge g = sge(s, 0, 8);
-    std::vector<SendWr> list(depth + 2);
-    for (auto& wr : list) {
-      wr.opcode = SendOpcode::rdma_write;
-      wr.remote_addr = s.peer.addr;
-      wr.rkey = s.peer.rkey;
-      wr.signaled = true;
-      wr.sg_list = {&g, 1};
-    }
+    std::vector<SendWr> list = writes_to_peer(s, g, depth + 2);
     std::size_t bad = 99999;
     Status st = s.qp->post_send(list, &bad);
     EXPECT_EQ(st.code(), Errc::no_memory) << st.to_string();
@@ -602,14 +608,7 @@ TEST_P(Conformance, ABadRequestInAListIsRefusedAfterTheOnesBeforeIt) {
     if (s.rank() != 0) return;
     Sge g = sge(s, 0, 8);
     std::vector<Sge> too_many(s.qp->caps().max_send_sge + 1, g);
-    std::vector<SendWr> list(3);
-    for (auto& wr : list) {
-      wr.opcode = SendOpcode::rdma_write;
-      wr.remote_addr = s.peer.addr;
-      wr.rkey = s.peer.rkey;
-      wr.signaled = true;
-      wr.sg_list = {&g, 1};
-    }
+    std::vector<SendWr> list = writes_to_peer(s, g, 3);
     list[0].wr_id = 10;
     list[1].sg_list = too_many;
     std::size_t bad = 99999;
