@@ -127,6 +127,26 @@ struct Op : std::enable_shared_from_this<Op> {
 };
 using OpPtr = std::shared_ptr<Op>;
 
+// How an actor blocked in a wait is woken by another: a suspended zero-flop Exec sits in every
+// wait, and resuming it ends it at this instant — no simcall, no message, no simulated time.
+struct WakeUp {
+  sg4::ExecPtr exec;     // null once it ended: arm() a new one before the next wait
+  bool blocked = false;  // the actor is in its wait (or was answered and has not run yet)
+  bool fired = false;
+  bool can_fire() const { return blocked && !fired; }
+  void fire() {
+    if (!can_fire()) return;
+    fired = true;
+    exec->resume();
+  }
+  void arm() {  // s4u calls, during which other actors run
+    exec = sg4::this_actor::exec_init(0);
+    exec->start();
+    exec->suspend();
+    fired = false;
+  }
+};
+
 // A rank's NIC, and how its actor waits.
 struct Nic {
   int rank = 0;
@@ -152,14 +172,8 @@ struct Nic {
   std::deque<InboxRecv> gets;
   int unmatched = 0;
   bool exiting = false;          // the rank's code has returned: nothing new comes to its inbox
-  bool blocked = false;          // the rank's actor is in wait_any (or was answered and has not run yet)
   std::uint64_t epoch = 0;       // which wait it is in
-  sg4::ExecPtr wake;             // suspended zero-flop Exec in every wait; resumed to wake the rank
-  bool wake_fired = false;
-  void fire_wake() {
-    wake_fired = true;
-    wake->resume();  // no simcall: the Exec ends at this instant and answers the rank's wait
-  }
+  WakeUp wake;                   // in every wait of the rank's actor (wait_any)
   double alarm_at = std::numeric_limits<double>::infinity();  // its live entry in World::alarms
   // Reused by each wait.
   std::vector<sg4::ActivityPtr> set;
@@ -205,13 +219,13 @@ struct World {
   }
   void wake(int r) {
     Nic& n = *nics[static_cast<std::size_t>(r)];
-    if (!n.blocked || n.wake_fired) return;
+    if (!n.wake.can_fire()) return;
     if (ending) {
       const bool as_requester = r == ending_requester && ending->req_epoch == n.epoch && ending->req_gen == ending_gen;
       const bool as_responder = r == ending->peer && ending->resp_epoch == n.epoch && ending->resp_gen == ending_gen;
       if (as_requester || as_responder) return;
     }
-    n.fire_wake();
+    n.wake.fire();
   }
 
   // Timers. A wait with a deadline (a CQ wait's timeout, a compute phase, a request's start time)
@@ -226,16 +240,9 @@ struct World {
     bool operator<(const Alarm& o) const { return at != o.at ? at > o.at : rank > o.rank; }  // heap top: earliest
   };
   std::vector<Alarm> alarms;  // a heap; entries a rank no longer holds are dropped when met
-  sg4::ExecPtr keeper_wake;   // as a rank's wake-up Exec
-  bool keeper_blocked = false, keeper_fired = false;
+  WakeUp keeper;              // in the timekeeper's wait
   double keeper_armed = std::numeric_limits<double>::infinity();
   int ranks_running = 0;  // the timekeeper returns with the last rank
-  void wake_keeper() {
-    if (keeper_blocked && !keeper_fired) {
-      keeper_fired = true;
-      keeper_wake->resume();
-    }
-  }
   void set_alarm(int rank, double at) {
     Nic& n = *nics[static_cast<std::size_t>(rank)];
     if (n.alarm_at <= at) return;
@@ -246,7 +253,7 @@ struct World {
       std::erase_if(alarms, [&](const Alarm& a) { return nics[static_cast<std::size_t>(a.rank)]->alarm_at != a.at; });
       std::make_heap(alarms.begin(), alarms.end());
     }
-    if (at < keeper_armed) wake_keeper();
+    if (at < keeper_armed) keeper.fire();
   }
 
   void abort(const std::string& why);
@@ -503,7 +510,7 @@ void launch_phase(World& w, Op& op) {
         break;
       }
     --pn.unmatched;
-    if (pn.blocked) {  // its wait has every receive of the inbox: it wakes when this transfer ends
+    if (pn.wake.blocked) {  // its wait has every receive of the inbox: it wakes when this transfer ends
       op.resp_epoch = pn.epoch;
       op.resp_gen = op.gen;
     }
@@ -521,7 +528,7 @@ void launch_phase(World& w, Op& op) {
   // Others ran during that call: a requester that blocked meanwhile does not wait on this transfer
   // (unless the wait it is in still has the previous one, whose end answers it anyway).
   Nic& rn = *w.nics[static_cast<std::size_t>(qp->rank_)];
-  if (rn.blocked && !rn.wake_fired && !(op.req_epoch == rn.epoch && op.req_gen + 1 == op.gen)) rn.fire_wake();
+  if (rn.wake.can_fire() && !(op.req_epoch == rn.epoch && op.req_gen + 1 == op.gen)) rn.wake.fire();
 }
 
 // Schedules phase 0 of a new request through the NIC's message-rate gate and latency.
@@ -761,12 +768,8 @@ Status progress(World& w, int rank, double deadline, Done done) {
     w.flush_wakes();
     if (done()) return Status::ok();
     if (w.aborted) return Status(Errc::bootstrap, w.abort_reason);
-    if (!nic.wake) {
-      // Starting it is an s4u call, during which others run: look again before waiting.
-      nic.wake = sg4::this_actor::exec_init(0);
-      nic.wake->start();
-      nic.wake->suspend();
-      nic.wake_fired = false;
+    if (!nic.wake.exec) {  // others run while it is armed: look again before waiting
+      nic.wake.arm();
       continue;
     }
     const double now = sg4::Engine::get_clock();
@@ -811,7 +814,7 @@ Status progress(World& w, int rank, double deadline, Done done) {
     }
     const std::size_t gets_at = nic.set.size();
     for (auto& g : nic.gets) nic.set.push_back(g.get);
-    nic.set.push_back(nic.wake);
+    nic.set.push_back(nic.wake.exec);
     ++nic.epoch;
     for (auto& g : nic.gets)
       if (g.op && g.op->gen == g.gen) {
@@ -828,7 +831,7 @@ Status progress(World& w, int rank, double deadline, Done done) {
         op.resp_gen = op.gen;
       }
     }
-    nic.blocked = true;
+    nic.wake.blocked = true;
     ssize_t idx = -1;
     if (!std::isinf(next_timer)) w.set_alarm(rank, next_timer);
     try {
@@ -836,15 +839,15 @@ Status progress(World& w, int rank, double deadline, Done done) {
     } catch (const simgrid::CancelException&) {
       // A transfer cancelled by its QP's destruction; when it had matched the inbox's receive,
       // that receive ended with it.
-      nic.blocked = false;
+      nic.wake.blocked = false;
       std::erase_if(nic.gets, [](const Nic::InboxRecv& g) { return g.op && g.op->dead; });
       continue;
     }
-    nic.blocked = false;
+    nic.wake.blocked = false;
     if (idx < 0) continue;
     const auto at = static_cast<std::size_t>(idx);
     if (at == nic.set.size() - 1) {
-      nic.wake = nullptr;  // woken: a new Exec for the next wait
+      nic.wake.exec = nullptr;  // woken: a new Exec for the next wait
       continue;
     }
     if (at >= gets_at) {
@@ -876,18 +879,15 @@ void keep_time(World& w) {
       w.wake_later(a.rank);
     }
     w.flush_wakes();
-    if (!w.keeper_wake) {  // s4u calls, during which ranks run: look again before sleeping
-      w.keeper_wake = sg4::this_actor::exec_init(0);
-      w.keeper_wake->start();
-      w.keeper_wake->suspend();
-      w.keeper_fired = false;
+    if (!w.keeper.exec) {  // ranks run while it is armed: look again before sleeping
+      w.keeper.arm();
       continue;
     }
     w.keeper_armed = w.alarms.empty() ? std::numeric_limits<double>::infinity() : w.alarms.front().at;
-    w.keeper_blocked = true;
-    const ssize_t idx = sg4::Activity::wait_any_for({w.keeper_wake}, std::isinf(w.keeper_armed) ? -1.0 : w.keeper_armed - now);
-    w.keeper_blocked = false;
-    if (idx == 0) w.keeper_wake = nullptr;
+    w.keeper.blocked = true;
+    const ssize_t idx = sg4::Activity::wait_any_for({w.keeper.exec}, std::isinf(w.keeper_armed) ? -1.0 : w.keeper_armed - now);
+    w.keeper.blocked = false;
+    if (idx == 0) w.keeper.exec = nullptr;
   }
 }
 
@@ -1416,7 +1416,7 @@ Status simulate(const LaunchSpec& spec, const RankMain& main, const Scenario& sc
       (void)progress(w, r, std::numeric_limits<double>::infinity(), [&] { return me.gets.empty(); });
       results[static_cast<std::size_t>(r)] = st;
       finished[static_cast<std::size_t>(r)] = true;
-      if (--w.ranks_running == 0) w.wake_keeper();
+      if (--w.ranks_running == 0) w.keeper.fire();
     });
   }
   w.ranks_running = spec.ranks;

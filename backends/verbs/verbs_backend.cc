@@ -598,27 +598,24 @@ Status VQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index) {
   ibv_send_wr* v = wrs.size() > v_small.size() ? v_big.data() : v_small.data();
   ibv_sge* sges = total_sge > s_small.size() ? s_big.data() : s_small.data();
   std::size_t nsge = 0;
+  // Request i is refused: the ones before it are posted, as ibv_post_send does with a bad request
+  // in a list (and with ENOMEM when the queue is full).
+  auto refuse_at = [&](std::size_t i, Errc code, const std::string& why) {
+    if (i) {
+      v[i - 1].next = nullptr;
+      if (Status st = post_prepared(v, i); !st) return st;
+    }
+    if (bad_index) *bad_index = i;
+    return Status(code, fmt::format("QP {:#x}: {}", qp_->qp_num, why));
+  };
   for (std::size_t i = 0; i < wrs.size(); ++i) {
     const SendWr& w = wrs[i];
     std::uint64_t len = 0;
     const bool atomic = is_atomic(w.opcode);
-    auto refuse = [&](const std::string& why) {
-      // As ibv_post_send does with a bad request in a list: the ones before it are posted.
-      if (i) v[i - 1].next = nullptr;
-      if (Status st = i ? post_prepared(v, i) : Status::ok(); !st) return st;
-      if (bad_index) *bad_index = i;
-      return Status(Errc::invalid_argument, fmt::format("QP {:#x}: {}", qp_->qp_num, why));
-    };
-    if (Status bad = check_send_wr(w, caps_, len); !bad) return refuse(bad.message());
-    if (sq_posted_ + i - sq_retired_ >= caps_.max_send_wr) {
-      // Post the ones that fit, then refuse the rest, as verbs does with ENOMEM.
-      if (i) v[i - 1].next = nullptr;
-      Status st = i ? post_prepared(v, i) : Status::ok();
-      if (!st) return st;
-      if (bad_index) *bad_index = i;
-      return Status(Errc::no_memory, fmt::format("QP {:#x}: send queue full ({} outstanding): poll completions before posting more",
-                                                 qp_->qp_num, caps_.max_send_wr));
-    }
+    if (Status bad = check_send_wr(w, caps_, len); !bad) return refuse_at(i, Errc::invalid_argument, bad.message());
+    if (sq_posted_ + i - sq_retired_ >= caps_.max_send_wr)
+      return refuse_at(i, Errc::no_memory,
+                       fmt::format("send queue full ({} outstanding): poll completions before posting more", caps_.max_send_wr));
     ibv_send_wr& r = v[i];
     r = ibv_send_wr{};
     sq_ids_[(sq_posted_ + i) % sq_ids_.size()] = w.wr_id;
