@@ -722,13 +722,15 @@ bool module_loaded(const char* name) { return ::access(fmt::format("/sys/module/
 
 }  // namespace
 
-// GPU memory, in workload.gpu_path's order (auto: dmabuf, then peermem, then staged):
+// GPU memory, in workload.gpu_path's order (auto: dmabuf, then peermem):
 //   dmabuf   the provider exports the range as a dmabuf (cuMemGetHandleForAddressRange), and
 //            ibv_reg_dmabuf_mr registers it (perftest --use_cuda_dmabuf; open GPU kernel modules);
 //   peermem  ibv_reg_mr on the device pointer, which nvidia_peermem resolves (perftest --use_cuda);
-//   staged   host bounce buffers: not offered by this backend yet (loopback and the SimGrid model
-//            run it); it is named in the refusal so the reason is complete.
+// The third path, staged (host bounce buffers), is a layer over every backend (core's staging.h):
+// with auto it takes over when this refuses with not_supported.
 Result<ibv_mr*> register_gpu(ibv_pd* pd, void* addr, std::uint64_t length, int access, const std::string& path) {
+  if (path != "auto" && path != "dmabuf" && path != "peermem")
+    return Status(Errc::internal, fmt::format("workload.gpu_path {} reached the verbs backend (the staging layer registers staged memory)", path));
   std::vector<std::string> refused;
   MemoryProvider* gpu = memory_provider(MemoryKind::cuda);
   if (path == "auto" || path == "dmabuf") {
@@ -758,8 +760,6 @@ Result<ibv_mr*> register_gpu(ibv_pd* pd, void* addr, std::uint64_t length, int a
     refused.push_back(fmt::format("peermem: ibv_reg_mr on the device pointer failed ({}){}", std::strerror(err),
                                   module_loaded("nvidia_peermem") ? "" : ": nvidia_peermem is not loaded (modprobe nvidia_peermem)"));
   }
-  if (path == "auto" || path == "staged")
-    refused.push_back("staged: host bounce buffers are not offered by the verbs backend yet (loopback and the SimGrid model run them)");
   std::string why;
   for (const auto& r : refused) why += (why.empty() ? "" : "; ") + r;
   return Status(Errc::not_supported, fmt::format("GPU memory ({}) cannot be registered with workload.gpu_path {}: {}",

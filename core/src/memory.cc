@@ -188,6 +188,8 @@ void set_memory_provider(MemoryKind kind, MemoryProvider* provider) { g_provider
 std::string memory_unavailable_reason(MemoryKind kind) { return g_unavailable[static_cast<int>(kind)]; }
 void set_memory_unavailable_reason(MemoryKind kind, std::string why) { g_unavailable[static_cast<int>(kind)] = std::move(why); }
 
+Result<Buffer> MemoryProvider::allocate_bounce(std::size_t bytes) { return host_memory().allocate(bytes); }
+
 Status MemoryProvider::copy_bytes(void* dst, const void* src, std::size_t len) {
   if (len) std::memcpy(dst, src, len);
   return Status::ok();

@@ -6,10 +6,13 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <optional>
 
 #include "rdmalab/metrics.h"
 #include "rdmalab/record.h"
+#include "rdmalab/staging.h"
 #include "rdmalab/workloads/collectives.h"
+#include "rdmalab/workloads/common.h"
 #include "rdmalab/workloads/perftest.h"
 #include "rdmalab/workloads/training.h"
 
@@ -60,6 +63,22 @@ Status check_run(const Scenario& sc, Backend& backend) {
   return Status::ok();
 }
 
+namespace {
+
+// Whether a rank's device gets the staged GPU path's layer (staging.h): GPU memory on a backend
+// with real hardware when workload.gpu_path is staged, or auto (then only when the backend
+// refuses GPUDirect RDMA). A model (SimGrid) runs the path in its own model instead.
+std::optional<StagingOptions> staging_for(const Scenario& sc, const Capabilities& caps, const RunOptions& options) {
+  if (options.stage_host_memory) return StagingOptions{MemoryKind::host, false};
+  if (caps.models_gpu_memory || workloads::memory_kind_of(sc) != MemoryKind::cuda) return std::nullopt;
+  const std::string path = sc.get_string("workload.gpu_path");
+  if (path == "staged") return StagingOptions{MemoryKind::cuda, false};
+  if (path == "auto") return StagingOptions{MemoryKind::cuda, true};
+  return std::nullopt;
+}
+
+}  // namespace
+
 RunOutcome run_scenario(const Scenario& sc, Backend& backend, const RunOptions& options) {
   MetricsSink* metrics = options.metrics;
   RunOutcome out;
@@ -90,7 +109,14 @@ RunOutcome run_scenario(const Scenario& sc, Backend& backend, const RunOptions& 
   };
   out.status = backend.launch(spec, [&](RankEnv& env) -> Status {
     std::vector<ResultRow> rows;
-    Status st = w->run(env, sc, rows);
+    Status st;
+    if (auto staging = staging_for(sc, env.dev.caps(), options)) {
+      std::unique_ptr<Device> dev = make_staging_device(env.dev, *staging);
+      RankEnv staged{env.rank, env.size, env.boot, env.rt, *dev, env.mem};
+      st = w->run(staged, sc, rows);
+    } else {
+      st = w->run(env, sc, rows);
+    }
     if (env.rank == 0 && !rows.empty()) {
       std::lock_guard<std::mutex> lock(mu);
       for (auto& r : rows) {

@@ -6,6 +6,7 @@
 
 #include <cctype>
 #include <cstdint>
+#include <cstring>
 #include <dlfcn.h>
 #include <unistd.h>
 #include <string>
@@ -231,6 +232,18 @@ class CudaMemory final : public MemoryProvider {
       return cuda_error(e, "clearing a new allocation");
     }
     return Buffer(p, bytes, MemoryKind::cuda, [](void* q) { cudaFree(q); });
+  }
+
+  // Pinned (page-locked) host memory: cudaMemcpy to and from it runs at PCIe speed, and the NIC
+  // can register it (NCCL's host buffers are allocated the same way).
+  Result<Buffer> allocate_bounce(std::size_t bytes) override {
+    void* p = nullptr;
+    const std::size_t n = std::max<std::size_t>(bytes, 1);
+    cudaError_t e = cudaHostAlloc(&p, n, cudaHostAllocDefault);
+    if (e != cudaSuccess)
+      return Status(Errc::no_memory, "cannot allocate " + std::to_string(bytes) + " bytes of pinned host memory: " + cudaGetErrorString(e));
+    std::memset(p, 0, n);
+    return Buffer(p, bytes, MemoryKind::host, [](void* q) { cudaFreeHost(q); });
   }
 
   Status fill(const Buffer& buf, std::size_t offset, std::size_t len, std::uint64_t seed) override {

@@ -102,6 +102,10 @@ class MemoryProvider {
   // Copies len bytes between raw addresses of this provider's memory or the host (the loopback
   // backend moves GPU memory with it). Host memory: memcpy.
   virtual Status copy_bytes(void* dst, const void* src, std::size_t len);
+  // Host memory to stage this provider's memory through (the staged GPU path's bounce buffers,
+  // staging.h): page-aligned and zero-filled; pinned for GPU memory, so copies to and from it run
+  // at the bus's speed. The default (host memory) is an ordinary allocation.
+  virtual Result<Buffer> allocate_bounce(std::size_t bytes);
   // Copies len bytes between two buffers of this provider (regions may not overlap).
   virtual Status copy(const Buffer& dst, std::size_t dst_off, const Buffer& src, std::size_t src_off, std::size_t len) = 0;
   // dst[i] = a[i] op b[i] for `count` elements of type t (the collectives' reduction); dst may

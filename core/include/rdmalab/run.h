@@ -37,6 +37,9 @@ struct RunOptions {
   // Set to true from another thread to stop the run (backends whose can_cancel() is true);
   // the outcome is then Errc::cancelled and a record in progress ends with status "cancelled".
   const std::atomic<bool>* cancel = nullptr;
+  // Sends host memory through the staged GPU path's bounce buffers too (staging.h), so the path
+  // and the workloads' sync calls are tested on every backend where there is no GPU. Tests only.
+  bool stage_host_memory = false;
 };
 
 // Runs the workload on the backend. Blocking.

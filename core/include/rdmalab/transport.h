@@ -76,6 +76,27 @@ class MemoryRegion {
   virtual MemoryKind kind() const = 0;
   // The descriptor a peer uses; offset and length are relative to this region.
   RemoteBuffer remote(std::uint64_t offset = 0) const { return {addr() + offset, rkey(), length() - offset}; }
+
+  // Where the NIC cannot reach the memory itself (the staged GPU path, staging.h), it works on a
+  // host copy, and these two calls move bytes between the memory and that copy, like Linux's
+  // dma_sync_* calls. Offsets are relative to the registered memory. Sending from a region needs
+  // neither (post_send copies what it sends); a workload calls
+  //   sync_to_nic   after it changed bytes a remote will read or apply atomics to, and after it
+  //                 cleared a range the NIC will write (so nothing stale is copied back later);
+  //   sync_from_nic before it reads bytes the NIC wrote: a receive, a read's or an atomic's
+  //                 result, a remote's write.
+  // Everywhere else (host memory, GPUDirect RDMA) they do nothing. Errors: invalid_argument for a
+  // range outside the region; the copy's own error.
+  virtual Status sync_to_nic(std::uint64_t offset, std::uint64_t len) {
+    (void)offset;
+    (void)len;
+    return Status::ok();
+  }
+  virtual Status sync_from_nic(std::uint64_t offset, std::uint64_t len) {
+    (void)offset;
+    (void)len;
+    return Status::ok();
+  }
 };
 
 // ---------------------------------------------------------------------------------------------

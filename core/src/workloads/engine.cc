@@ -324,6 +324,7 @@ Status CollectiveEngine::process(bool& progressed) {
       const std::uint64_t off = c.recv_chunk * cfg_.chunk;
       const std::uint64_t len = std::min(cfg_.chunk, r.len - off);
       const std::uint64_t slot = c.stage_off + (c.recv_seq % c.slots_in) * c.slot_bytes_in;
+      RDMALAB_TRY(stage_mr_->sync_from_nic(slot, len));  // staged memory: the NIC wrote a host copy
       if (r.reduce)
         RDMALAB_TRY(mem_->reduce(buf(r.dst.buf), r.dst.off + off, buf(r.operand.buf), r.operand.off + off, stage_, slot,
                                  len / dtype_size(cfg_.dtype), cfg_.dtype, cfg_.op));

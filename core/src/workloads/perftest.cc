@@ -108,6 +108,32 @@ struct Pair {
 
   Pair(RankEnv& e, Params params, Op o) : env(e), p(std::move(params)), op(o), mem(memory_for(e, p.memory)) {}
 
+  // Every fill, check and clear of the buffers goes through these: where the NIC works on a host
+  // copy of the memory (the staged GPU path, staging.h), the copy is brought up to date.
+  Status fill_tx(std::uint64_t off, std::uint64_t len, std::uint64_t seed) {
+    RDMALAB_TRY(mem->fill(tx, off, len, seed));
+    return tx_mr->sync_to_nic(off, len);  // the peer may read it (read_bw)
+  }
+  Result<std::uint64_t> verify_rx(std::uint64_t off, std::uint64_t len, std::uint64_t seed) {
+    RDMALAB_TRY(rx_mr->sync_from_nic(off, len));
+    return mem->verify(rx, off, len, seed);
+  }
+  Status clear_rx(std::uint64_t off, std::uint64_t len) {
+    RDMALAB_TRY(mem->clear(rx, off, len));
+    return rx_mr->sync_to_nic(off, len);
+  }
+  Result<std::uint64_t> read_atom(std::uint64_t off) {
+    std::uint64_t v = 0;
+    RDMALAB_TRY(atom_mr->sync_from_nic(off, 8));
+    RDMALAB_TRY(mem->read(atom, off, &v, 8));
+    return v;
+  }
+  Status zero_atom(std::uint64_t off) {
+    const std::uint64_t zero = 0;
+    RDMALAB_TRY(mem->write(atom, off, &zero, 8));
+    return atom_mr->sync_to_nic(off, 8);
+  }
+
   std::uint64_t slot_off(int q, std::uint64_t slot) const { return static_cast<std::uint64_t>(q) * region + slot * size; }
   bool sends() const { return client || p.bidir; }
   bool receives_sends() const { return op == Op::send && (!client || p.bidir); }
@@ -183,7 +209,7 @@ Status begin_size(Pair& c, std::uint64_t size, bool first) {
   c.rx_posted_depth = std::min<std::uint64_t>(c.p.rx_depth, c.slots);
   for (int q = 0; q < c.p.qps; ++q)
     for (std::uint64_t s = 0; s < c.slots; ++s)
-      RDMALAB_TRY(c.mem->fill(c.tx, c.slot_off(q, s), size, stream_seed(c.p.seed, c.env.rank, q)));
+      RDMALAB_TRY(c.fill_tx(c.slot_off(q, s), size, stream_seed(c.p.seed, c.env.rank, q)));
   return Status::ok();
 }
 
@@ -240,7 +266,7 @@ Status bw_phase(Pair& c, std::uint64_t size, std::uint64_t count, bool timed, Si
         RDMALAB_TRY(post_recv_slot(c, q, c.recv_outstanding[static_cast<std::size_t>(q)] % c.slots));
   // Memory the peer writes into (or this side reads into) starts cleared, so a transfer that
   // did not happen cannot pass for one that did.
-  if (timed && c.p.verify && c.op != Op::atomic) RDMALAB_TRY(c.mem->clear(c.rx, 0, c.rx.size()));
+  if (timed && c.p.verify && c.op != Op::atomic) RDMALAB_TRY(c.clear_rx(0, c.rx.size()));
 
   RDMALAB_TRY(env.boot.barrier());
   const double t0 = env.rt.now();
@@ -323,11 +349,11 @@ Status bw_phase(Pair& c, std::uint64_t size, std::uint64_t count, bool timed, Si
           if (wc.byte_len != size) {
             errors += size;
           } else {
-            RDMALAB_ASSIGN(std::uint64_t wrong, c.mem->verify(c.rx, c.slot_off(static_cast<int>(q), got_slot), size,
+            RDMALAB_ASSIGN(std::uint64_t wrong, c.verify_rx(c.slot_off(static_cast<int>(q), got_slot), size,
                                                                stream_seed(c.p.seed, c.peer, static_cast<int>(q))));
             errors += wrong;
           }
-          RDMALAB_TRY(c.mem->clear(c.rx, c.slot_off(static_cast<int>(q), got_slot), size));
+          RDMALAB_TRY(c.clear_rx(c.slot_off(static_cast<int>(q), got_slot), size));
         }
         if (wc.has_imm && wc.imm == kLastImm) last_seen[q] = true;
         RDMALAB_TRY(post_recv_slot(c, static_cast<int>(q), got_slot));
@@ -369,14 +395,14 @@ Result<std::uint64_t> verify_after(Pair& c, std::uint64_t size, const SideReport
     if (c.op == Op::write && (c.p.bidir || !c.client)) {
       std::uint64_t n = std::min<std::uint64_t>(peer.sent[qi], c.slots);
       for (std::uint64_t s = 0; s < n && c.p.verify; ++s) {
-        RDMALAB_ASSIGN(std::uint64_t w, c.mem->verify(c.rx, c.slot_off(q, s), size, stream_seed(c.p.seed, c.peer, q)));
+        RDMALAB_ASSIGN(std::uint64_t w, c.verify_rx(c.slot_off(q, s), size, stream_seed(c.p.seed, c.peer, q)));
         wrong += w;
       }
     }
     if (c.op == Op::read && c.sends()) {
       std::uint64_t n = std::min<std::uint64_t>(mine.sent[qi], c.slots);
       for (std::uint64_t s = 0; s < n && c.p.verify; ++s) {
-        RDMALAB_ASSIGN(std::uint64_t w, c.mem->verify(c.rx, c.slot_off(q, s), size, stream_seed(c.p.seed, c.peer, q)));
+        RDMALAB_ASSIGN(std::uint64_t w, c.verify_rx(c.slot_off(q, s), size, stream_seed(c.p.seed, c.peer, q)));
         wrong += w;
       }
     }
@@ -386,17 +412,14 @@ Result<std::uint64_t> verify_after(Pair& c, std::uint64_t size, const SideReport
         std::uint64_t total = mine.sent[qi];
         std::uint64_t first = total > c.slots ? total - c.slots : 0;
         for (std::uint64_t i = first; i < total; ++i) {
-          std::uint64_t v = 0;
-          RDMALAB_TRY(c.mem->read(c.atom, c.fetch_off(q, i % c.slots), &v, 8));
+          RDMALAB_ASSIGN(std::uint64_t v, c.read_atom(c.fetch_off(q, i % c.slots)));
           wrong += v != i;
         }
       }
       if (c.p.bidir || !c.client) {
-        std::uint64_t v = 0;
-        RDMALAB_TRY(c.mem->read(c.atom, c.counter_off(q), &v, 8));
+        RDMALAB_ASSIGN(std::uint64_t v, c.read_atom(c.counter_off(q)));
         wrong += v != peer.sent[qi];
-        std::uint64_t zero = 0;
-        RDMALAB_TRY(c.mem->write(c.atom, c.counter_off(q), &zero, 8));
+        RDMALAB_TRY(c.zero_atom(c.counter_off(q)));
       }
     }
   }
@@ -421,10 +444,7 @@ Status run_bw(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows, Op
     if (c.p.warmup > 0 && op == Op::atomic) {
       // Warm-up moved the counters; start the timed phase from zero again.
       RDMALAB_TRY(env.boot.barrier());
-      for (int q = 0; q < c.p.qps; ++q) {
-        std::uint64_t zero = 0;
-        RDMALAB_TRY(c.mem->write(c.atom, c.counter_off(q), &zero, 8));
-      }
+      for (int q = 0; q < c.p.qps; ++q) RDMALAB_TRY(c.zero_atom(c.counter_off(q)));
     }
     RDMALAB_TRY(bw_phase(c, size, c.p.iterations, true, rep));
     RDMALAB_TRY(env.boot.barrier());  // every write has landed before anyone checks memory
@@ -482,7 +502,7 @@ Status run_lat(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows, O
       while (c.recv_outstanding[0] < c.rx_posted_depth) RDMALAB_TRY(post_recv_slot(c, 0, c.recv_outstanding[0] % c.slots));
     // Clear what the peer writes into, so neither stale markers nor stale payload can pass for
     // this size's (begin_size restored the source pattern that write_lat marks).
-    RDMALAB_TRY(c.mem->clear(c.rx, 0, c.rx.size()));
+    RDMALAB_TRY(c.clear_rx(0, c.rx.size()));
     RDMALAB_TRY(env.boot.barrier());
     const double run_t0 = env.rt.now();
 
@@ -503,10 +523,10 @@ Status run_lat(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows, O
         if (wc.byte_len != size) {
           errors += size;
         } else {
-          RDMALAB_ASSIGN(std::uint64_t w, c.mem->verify(c.rx, c.slot_off(0, slot), size, stream_seed(c.p.seed, c.peer, 0)));
+          RDMALAB_ASSIGN(std::uint64_t w, c.verify_rx(c.slot_off(0, slot), size, stream_seed(c.p.seed, c.peer, 0)));
           errors += w;
         }
-        RDMALAB_TRY(c.mem->clear(c.rx, c.slot_off(0, slot), size));
+        RDMALAB_TRY(c.clear_rx(c.slot_off(0, slot), size));
       }
       ++arrived;
       return post_recv_slot(c, 0, slot);
@@ -573,7 +593,7 @@ Status run_lat(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows, O
       RDMALAB_TRY(progress_until([&] { return outstanding_sends == 0; }, "waiting for send completions"));
       if (op == Op::write && c.p.verify && size > 1) {
         // The payload before the marker byte must be the peer's pattern.
-        RDMALAB_ASSIGN(std::uint64_t w, c.mem->verify(c.rx, 0, size - 1, stream_seed(c.p.seed, c.peer, 0)));
+        RDMALAB_ASSIGN(std::uint64_t w, c.verify_rx(0, size - 1, stream_seed(c.p.seed, c.peer, 0)));
         errors += w;
       }
     } else if (c.client) {
@@ -600,21 +620,19 @@ Status run_lat(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows, O
         if (i >= c.p.warmup) samples.push_back((t1 - t0) * 1e6);
         if (op == Op::read && c.p.verify) {
           // Every read is checked (outside the timed window), then cleared for the next one.
-          RDMALAB_ASSIGN(std::uint64_t w, c.mem->verify(c.rx, 0, size, stream_seed(c.p.seed, c.peer, 0)));
+          RDMALAB_ASSIGN(std::uint64_t w, c.verify_rx(0, size, stream_seed(c.p.seed, c.peer, 0)));
           errors += w;
-          RDMALAB_TRY(c.mem->clear(c.rx, 0, size));
+          RDMALAB_TRY(c.clear_rx(0, size));
         }
         if (op == Op::atomic) {
-          std::uint64_t v = 0;
-          RDMALAB_TRY(c.mem->read(c.atom, c.fetch_off(0, 0), &v, 8));
+          RDMALAB_ASSIGN(std::uint64_t v, c.read_atom(c.fetch_off(0, 0)));
           errors += v != i;
         }
       }
     }
     RDMALAB_TRY(env.boot.barrier());
     if (op == Op::atomic && !c.client) {
-      std::uint64_t zero = 0;
-      RDMALAB_TRY(c.mem->write(c.atom, c.counter_off(0), &zero, 8));
+      RDMALAB_TRY(c.zero_atom(c.counter_off(0)));
     }
     RDMALAB_ASSIGN(auto wrongs, allgather_value(env.boot, errors));
     if (env.rank != 0) continue;

@@ -40,7 +40,8 @@ case "$part" in
   conformance)
     gtest backends_conformance_test '*verbs*' || fail=1 ;;
   perftest)
-    gtest core_perftest_test '*verbs*' || fail=1 ;;
+    gtest core_perftest_test '*verbs*' || fail=1
+    gtest core_staged_test '*verbs*' || fail=1 ;;
   collectives)
     gtest core_collectives_test '*verbs*' || fail=1
     gtest core_training_test '*OnEveryBackend*:*ArriveExact*' || fail=1

@@ -1,0 +1,193 @@
+// The staged GPU data path (core/include/rdmalab/staging.h) on every usable backend. GPU memory
+// needs a GPU (tests/gpu/gpu_test.cc runs it there); here host memory takes the same path, so the
+// layer, and every sync call the workloads make, is checked where there is no GPU: a missing
+// sync leaves bytes behind in the bounce buffer and the payload checks count them.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstring>
+
+#include "../../listing.h"
+#include "backends.h"
+#include "rdmalab/backend.h"
+#include "rdmalab/run.h"
+#include "rdmalab/staging.h"
+
+namespace rdmalab {
+namespace {
+
+constexpr std::uint32_t kAll = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
+constexpr std::size_t kBytes = 256 * 1024 + 17;  // not a multiple of a page or of 8
+
+class Staged : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    auto b = all_backends().make(GetParam());
+    ASSERT_TRUE(b.is_ok()) << b.status().to_string();
+    backend_ = std::move(b).value();
+  }
+  std::unique_ptr<Backend> backend_;
+};
+
+// Backends may run ranks in a child process (simgrid): failures there come back through
+// export_state, so the test fails here too.
+LaunchSpec two_ranks() {
+  LaunchSpec spec;
+  spec.ranks = 2;
+  spec.export_state = [] { return std::string(::testing::Test::HasFailure() ? "failed" : "ok"); };
+  spec.import_state = [](const std::string& s) {
+    if (s == "failed") ADD_FAILURE() << "expectations failed in the ranks' process (see its output above)";
+  };
+  return spec;
+}
+
+struct Hello {
+  QpEndpoint ep;
+  RemoteBuffer region;
+};
+
+Result<Completion> wait_one(CompletionQueue& cq) {
+  std::array<Completion, 1> wc{};
+  RDMALAB_TRY(cq.wait(wc, 10.0).status());
+  return wc[0];
+}
+
+// Rank 0 writes from staged memory into rank 1's staged memory, then reads rank 1's. What
+// crosses is what the memory held at post time (post_send copies it); what lands stays in the
+// bounce buffer until sync_from_nic; a remote read sees what sync_to_nic published.
+TEST_P(Staged, BytesCrossTheBounceBuffersOnlyWhereTheContractSays) {
+  Status st = backend_->launch(two_ranks(), [&](RankEnv& env) -> Status {
+    std::unique_ptr<Device> dev = make_staging_device(env.dev, StagingOptions{MemoryKind::host, false});
+    MemoryProvider& mem = host_memory();
+    RDMALAB_ASSIGN(auto pd, dev->alloc_pd());
+    RDMALAB_ASSIGN(auto cq, dev->create_cq(16));
+    RDMALAB_ASSIGN(auto qp, pd->create_qp(*cq, *cq, QpCaps{}));
+    RDMALAB_ASSIGN(Buffer buf, mem.allocate(kBytes));
+    RDMALAB_ASSIGN(auto mr, pd->register_memory(buf.data(), kBytes, kAll, MemoryKind::host));
+    EXPECT_NE(mr->addr(), buf.addr()) << "a staged region's address is its bounce buffer's";
+    EXPECT_EQ(mr->length(), kBytes);
+    EXPECT_EQ(mr->kind(), MemoryKind::host);
+    RDMALAB_ASSIGN(auto all, allgather_value(env.boot, Hello{qp->endpoint(), mr->remote()}));
+    const Hello peer = all[static_cast<std::size_t>(1 - env.rank)];
+    RDMALAB_TRY(qp->to_init());
+    QpConnectAttr attr;
+    attr.remote = peer.ep;
+    RDMALAB_TRY(qp->to_rtr(attr));
+    RDMALAB_TRY(qp->to_rts());
+    RDMALAB_TRY(env.boot.barrier());
+
+    if (env.rank == 0) {
+      // Filled after registration and never synced: post_send copies what it sends.
+      RDMALAB_TRY(mem.fill(buf, 0, kBytes, 7));
+      Sge sge{buf.addr(), static_cast<std::uint32_t>(kBytes), mr->lkey()};
+      SendWr wr;
+      wr.wr_id = 1;
+      wr.opcode = SendOpcode::rdma_write;
+      wr.sg_list = std::span<const Sge>(&sge, 1);
+      wr.remote_addr = peer.region.addr;
+      wr.rkey = peer.region.rkey;
+      RDMALAB_TRY(qp->post_send(std::span<const SendWr>(&wr, 1)));
+      RDMALAB_ASSIGN(Completion wc, wait_one(*cq));
+      EXPECT_EQ(wc.status, WcStatus::success) << wc_status_str(wc.status);
+    }
+    RDMALAB_TRY(env.boot.barrier());
+    if (env.rank == 1) {
+      RDMALAB_ASSIGN(std::uint64_t before, mem.verify(buf, 0, kBytes, 7));
+      EXPECT_GT(before, kBytes / 2) << "the write landed in the memory before sync_from_nic";
+      RDMALAB_TRY(mr->sync_from_nic(0, kBytes));
+      RDMALAB_ASSIGN(std::uint64_t after, mem.verify(buf, 0, kBytes, 7));
+      EXPECT_EQ(after, 0u) << "wrong bytes after sync_from_nic";
+      // Publish a new pattern for rank 0 to read.
+      RDMALAB_TRY(mem.fill(buf, 0, kBytes, 9));
+      RDMALAB_TRY(mr->sync_to_nic(0, kBytes));
+      // A range outside the region is refused.
+      EXPECT_EQ(mr->sync_from_nic(kBytes - 1, 2).code(), Errc::invalid_argument);
+    }
+    RDMALAB_TRY(env.boot.barrier());
+    if (env.rank == 0) {
+      RDMALAB_TRY(mem.clear(buf, 0, kBytes));
+      Sge sge{buf.addr(), static_cast<std::uint32_t>(kBytes), mr->lkey()};
+      SendWr wr;
+      wr.wr_id = 2;
+      wr.opcode = SendOpcode::rdma_read;
+      wr.sg_list = std::span<const Sge>(&sge, 1);
+      wr.remote_addr = peer.region.addr;
+      wr.rkey = peer.region.rkey;
+      RDMALAB_TRY(qp->post_send(std::span<const SendWr>(&wr, 1)));
+      RDMALAB_ASSIGN(Completion wc, wait_one(*cq));
+      EXPECT_EQ(wc.status, WcStatus::success) << wc_status_str(wc.status);
+      RDMALAB_TRY(mr->sync_from_nic(0, kBytes));
+      RDMALAB_ASSIGN(std::uint64_t wrong, mem.verify(buf, 0, kBytes, 9));
+      EXPECT_EQ(wrong, 0u) << "wrong bytes read from the peer's published memory";
+      // An SGE that lies in neither the memory nor its copy fails as it does without the layer.
+      Sge outside{buf.addr() + 1, static_cast<std::uint32_t>(kBytes), mr->lkey()};
+      wr.wr_id = 3;
+      wr.opcode = SendOpcode::rdma_write;
+      wr.sg_list = std::span<const Sge>(&outside, 1);
+      Status posted = qp->post_send(std::span<const SendWr>(&wr, 1));
+      if (posted) {
+        RDMALAB_ASSIGN(Completion bad, wait_one(*cq));
+        EXPECT_EQ(bad.status, WcStatus::loc_prot_err) << wc_status_str(bad.status);
+      }
+    }
+    return env.boot.barrier();
+  });
+  EXPECT_TRUE(st.is_ok()) << st.to_string();
+}
+
+// Every workload that can run with its memory staged (write_lat polls its buffer from the CPU,
+// which GPU memory forbids too) moves every byte right.
+TEST_P(Staged, WorkloadsCheckEveryByteThroughTheBounceBuffers) {
+  struct W {
+    std::vector<std::string> sets;
+  };
+  const std::vector<W> runs = {
+      {{"workload.type=write_bw", "workload.sizes=[1B,4KiB,100KiB]", "workload.iterations=40", "workload.qps=2", "workload.bidirectional=true"}},
+      {{"workload.type=read_bw", "workload.sizes=[8B,64KiB]", "workload.iterations=40"}},
+      {{"workload.type=send_bw", "workload.sizes=[3B,64KiB]", "workload.iterations=40", "workload.post_list=4"}},
+      {{"workload.type=write_bw", "workload.size=64B", "workload.inline=64B", "workload.iterations=30"}},
+      {{"workload.type=send_lat", "workload.sizes=[8B,4KiB]", "workload.iterations=30"}},
+      {{"workload.type=read_lat", "workload.size=4KiB", "workload.iterations=30"}},
+      {{"workload.type=atomic_bw", "workload.iterations=40"}},
+      {{"workload.type=atomic_lat", "workload.iterations=20", "workload.atomic=cmp_swap"}},
+      {{"workload.type=all_reduce", "fabric.nodes=4", "workload.sizes=[1KiB,1MiB]", "workload.iterations=3", "workload.dtype=int32"}},
+      {{"workload.type=all_gather", "fabric.nodes=3", "workload.size=300KiB", "workload.iterations=2"}},
+      {{"workload.type=reduce_scatter", "fabric.nodes=4", "workload.size=1MiB", "workload.iterations=2"}},
+      {{"workload.type=broadcast", "fabric.nodes=3", "workload.size=1MiB", "workload.iterations=2", "workload.root=1"}},
+      {{"workload.type=train_dp", "fabric.nodes=4", "training.model=custom", "training.layers=[200000,300000]", "training.batch=2",
+        "training.bucket=1MB"}},
+  };
+  RunOptions options;
+  options.stage_host_memory = true;
+  for (const auto& w : runs) {
+    std::string what;
+    for (const auto& s : w.sets) what += " " + s;
+    auto sc = parse_scenario("name: t\n", "t.yaml", w.sets, full_schema(all_backends()));
+    ASSERT_TRUE(sc.is_ok()) << what << ": " << sc.status().message();
+    RunOutcome out = run_scenario(*sc, *backend_, options);
+    ASSERT_TRUE(out.status.is_ok()) << what << ": " << out.status.to_string();
+    ASSERT_FALSE(out.rows.empty()) << what;
+    for (const auto& r : out.rows) {
+      EXPECT_EQ(r.errors, 0u) << what << " size " << r.bytes;
+      EXPECT_GT(r.iterations, 0u) << what;
+    }
+  }
+}
+
+std::vector<std::string> backends() {
+  std::vector<std::string> out;
+  for (const auto& b : all_backends().all()) {
+    auto av = b.make()->availability();
+    if (av.usable || listing_every_backend())
+      out.push_back(b.name);
+    else
+      std::printf("[ SKIPPED  ] staged path on backend %s: %s\n", b.name.c_str(), av.why.c_str());
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, Staged, ::testing::ValuesIn(backends()),
+                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
+
+}  // namespace
+}  // namespace rdmalab
