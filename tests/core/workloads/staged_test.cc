@@ -135,6 +135,64 @@ TEST_P(Staged, BytesCrossTheBounceBuffersOnlyWhereTheContractSays) {
   EXPECT_TRUE(st.is_ok()) << st.to_string();
 }
 
+// A device that cannot register one buffer itself (as a NIC without GPUDirect RDMA cannot
+// register GPU memory) and passes everything else to the backend's real device.
+class RefusingDevice final : public Device {
+ public:
+  RefusingDevice(Device& inner, const void* refused) : inner_(inner), refused_(refused) {}
+  std::string name() const override { return inner_.name(); }
+  const Capabilities& caps() const override { return inner_.caps(); }
+  Result<std::unique_ptr<CompletionQueue>> create_cq(std::uint32_t entries) override { return inner_.create_cq(entries); }
+  Result<std::unique_ptr<ProtectionDomain>> alloc_pd() override {
+    RDMALAB_ASSIGN(auto pd, inner_.alloc_pd());
+    return std::unique_ptr<ProtectionDomain>(new Pd(std::move(pd), refused_));
+  }
+
+ private:
+  struct Pd final : ProtectionDomain {
+    Pd(std::unique_ptr<ProtectionDomain> p, const void* r) : inner(std::move(p)), refused(r) {}
+    Result<std::unique_ptr<MemoryRegion>> register_memory(void* addr, std::uint64_t length, std::uint32_t access, MemoryKind kind) override {
+      if (addr == refused) return Status(Errc::not_supported, "dmabuf: not on this NIC; peermem: not loaded");
+      return inner->register_memory(addr, length, access, kind);
+    }
+    Result<std::unique_ptr<QueuePair>> create_qp(CompletionQueue& s, CompletionQueue& r, const QpCaps& caps) override {
+      return inner->create_qp(s, r, caps);
+    }
+    std::unique_ptr<ProtectionDomain> inner;
+    const void* refused;
+  };
+  Device& inner_;
+  const void* refused_;
+};
+
+// auto (fallback): the backend's own registration first; only a not_supported refusal stages.
+TEST_P(Staged, AutoStagesOnlyWhenTheBackendRefuses) {
+  Status st = backend_->launch(two_ranks(), [&](RankEnv& env) -> Status {
+    MemoryProvider& mem = host_memory();
+    RDMALAB_ASSIGN(Buffer buf, mem.allocate(4096));
+    {  // The backend registers it: no bounce buffer.
+      std::unique_ptr<Device> dev = make_staging_device(env.dev, StagingOptions{MemoryKind::host, true});
+      RDMALAB_ASSIGN(auto pd, dev->alloc_pd());
+      RDMALAB_ASSIGN(auto mr, pd->register_memory(buf.data(), 4096, kAccessLocalWrite, MemoryKind::host));
+      EXPECT_EQ(mr->addr(), buf.addr());
+    }
+    RefusingDevice refusing(env.dev, buf.data());
+    {  // Without the layer the refusal is the run's error; with it, the memory is staged.
+      RDMALAB_ASSIGN(auto plain_pd, refusing.alloc_pd());
+      EXPECT_EQ(plain_pd->register_memory(buf.data(), 4096, kAccessLocalWrite, MemoryKind::host).status().code(), Errc::not_supported);
+      std::unique_ptr<Device> dev = make_staging_device(refusing, StagingOptions{MemoryKind::host, true});
+      RDMALAB_ASSIGN(auto pd, dev->alloc_pd());
+      RDMALAB_ASSIGN(auto mr, pd->register_memory(buf.data(), 4096, kAccessLocalWrite, MemoryKind::host));
+      EXPECT_NE(mr->addr(), buf.addr());
+      // Other errors are not a reason to stage: they stay errors.
+      EXPECT_EQ(pd->register_memory(buf.data(), 4096, kAccessRemoteWrite, MemoryKind::host).status().code(), Errc::invalid_argument)
+          << "remote write without local write";
+    }
+    return env.boot.barrier();
+  });
+  EXPECT_TRUE(st.is_ok()) << st.to_string();
+}
+
 // Every workload that can run with its memory staged (write_lat polls its buffer from the CPU,
 // which GPU memory forbids too) moves every byte right.
 TEST_P(Staged, WorkloadsCheckEveryByteThroughTheBounceBuffers) {
