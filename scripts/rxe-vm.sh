@@ -126,7 +126,7 @@ rm -f "$out/status" "$out/output.log"
 
 qemu=(qemu-system-x86_64 -accel tcg -m 4096 -smp 2 -nographic -no-reboot -nic none
   -kernel "$kernel" -initrd "$initrd"
-  -append "console=ttyS0 quiet loglevel=3 panic=-1 rdmalab.out=$out rdmalab.keep=$PWD"
+  -append "console=ttyS0 quiet loglevel=3 panic=-1 clocksource=tsc tsc=reliable rdmalab.out=$out rdmalab.keep=$PWD"
   -virtfs local,path=/,mount_tag=hostroot,security_model=passthrough,readonly=on,multidevs=remap
   -virtfs "local,path=$out,mount_tag=out,security_model=passthrough,multidevs=remap")
 start=$(date +%s)

@@ -472,15 +472,21 @@ Result<std::size_t> VCq::poll(std::span<Completion> out) {
 Result<std::size_t> VCq::wait(std::span<Completion> out, double timeout_s) {
   // The clock is read only when nothing came: a busy loop on the CQ between reads, as perftest
   // polls (reading the clock costs more than a poll under emulation, and delays the completion).
+  // The first clock read comes after 256 empty polls (busy mode): a completion that is a few
+  // microseconds away is then seen without any clock read, and the deadline starts that much
+  // later, which a timeout of seconds does not notice.
   RDMALAB_ASSIGN(std::size_t first, poll(out));
   if (first > 0) return first;
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
-  auto last_health = Clock::now();
+  Clock::time_point deadline{}, last_health{};
   for (unsigned spins = 1;; ++spins) {
     RDMALAB_ASSIGN(std::size_t n, poll(out));
     if (n > 0) return n;
     if (mode_ == WaitMode::poll && spins % 256 != 0) continue;
     auto now = Clock::now();
+    if (deadline == Clock::time_point{}) {
+      deadline = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+      last_health = now;
+    }
     if (now >= deadline) return Status(Errc::timeout, fmt::format("no completion within {}s", timeout_s));
     // A peer that died would never complete our requests: notice it through the bootstrap.
     if (dev_.boot && now - last_health > std::chrono::milliseconds(200)) {

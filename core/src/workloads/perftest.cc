@@ -506,10 +506,30 @@ Status run_lat(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows, O
     RDMALAB_TRY(env.boot.barrier());
     const double run_t0 = env.rt.now();
 
-    std::uint64_t arrived = 0;  // peer messages received and checked, not yet consumed
-    // Every completion goes through here, whoever waits: send completions free send slots,
-    // receives are checked and posted again.
+    std::uint64_t arrived = 0;  // peer messages received, not yet consumed
+    // Every completion goes through here, whoever waits: send completions free send slots;
+    // a receive counts as arrived at once, and is checked, cleared and posted again by
+    // settle_receives() once this side's reply is on its way — off the round trip (the slot is
+    // not reused before that; the other posted receives take the peer's next messages).
     std::uint64_t sends_posted = 0, sends_retired = 0;
+    std::vector<std::pair<std::uint64_t, std::uint32_t>> unsettled;  // (slot, byte_len)
+    unsettled.reserve(4);
+    auto settle_receives = [&]() -> Status {
+      for (auto [slot, byte_len] : unsettled) {
+        if (c.p.verify) {
+          if (byte_len != size) {
+            errors += size;
+          } else {
+            RDMALAB_ASSIGN(std::uint64_t w, c.verify_rx(c.slot_off(0, slot), size, stream_seed(c.p.seed, c.peer, 0)));
+            errors += w;
+          }
+          RDMALAB_TRY(c.clear_rx(c.slot_off(0, slot), size));
+        }
+        RDMALAB_TRY(post_recv_slot(c, 0, slot));
+      }
+      unsettled.clear();
+      return Status::ok();
+    };
     auto process = [&](const Completion& wc) -> Status {
       if (wc.opcode != WcOpcode::recv) {
         // A signaled send retires itself and every unsignaled one before it.
@@ -518,18 +538,11 @@ Status run_lat(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows, O
         return Status::ok();
       }
       c.recv_outstanding[0]--;
-      std::uint64_t slot = wc.wr_id & 0xffff;
-      if (c.p.verify) {
-        if (wc.byte_len != size) {
-          errors += size;
-        } else {
-          RDMALAB_ASSIGN(std::uint64_t w, c.verify_rx(c.slot_off(0, slot), size, stream_seed(c.p.seed, c.peer, 0)));
-          errors += w;
-        }
-        RDMALAB_TRY(c.clear_rx(c.slot_off(0, slot), size));
-      }
+      unsettled.emplace_back(wc.wr_id & 0xffff, wc.byte_len);
       ++arrived;
-      return post_recv_slot(c, 0, slot);
+      // With a single receive posted, the next message needs it back before the reply leaves
+      // (else the peer would meet receiver-not-ready).
+      return c.rx_posted_depth > 1 ? Status::ok() : settle_receives();
     };
     // Handles completions until `done()`; blocks in the CQ when nothing is ready.
     auto progress_until = [&](auto done, const char* what) -> Status {
@@ -558,6 +571,7 @@ Status run_lat(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows, O
       wr.signaled = (i + 1) % c.p.cq_mod == 0 || i + 1 == total;
       RDMALAB_TRY(qp.post_send(std::span<const SendWr>(&wr, 1)));
       outstanding_sends = ++sends_posted - sends_retired;
+      RDMALAB_TRY(settle_receives());
       // Keep the send queue from filling: block only when it is nearly full.
       return progress_until([&] { return outstanding_sends + 1 < c.p.tx_depth; }, "waiting for send completions");
     };
@@ -591,6 +605,7 @@ Status run_lat(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows, O
         }
       }
       RDMALAB_TRY(progress_until([&] { return outstanding_sends == 0; }, "waiting for send completions"));
+      RDMALAB_TRY(settle_receives());
       if (op == Op::write && c.p.verify && size > 1) {
         // The payload before the marker byte must be the peer's pattern.
         RDMALAB_ASSIGN(std::uint64_t w, c.verify_rx(0, size - 1, stream_seed(c.p.seed, c.peer, 0)));
