@@ -1,9 +1,11 @@
 #include "rdmalab/memory.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 #include <fmt/format.h>
 
 namespace rdmalab {
@@ -37,6 +39,44 @@ Buffer::~Buffer() {
 
 namespace {
 
+// The pattern of a few recent seeds, kept per thread: workloads check the same message again and
+// again (every message of a stream carries the same bytes), and comparing with memcmp runs at
+// memory speed where computing the pattern word by word does not (8x cheaper per 64 KiB; it
+// matters where the CPU is scarce, as under emulation, and keeps checks out of the way).
+class PatternCache {
+ public:
+  // The first len bytes of seed's pattern, or nullptr when len is over what is worth keeping.
+  const std::uint8_t* get(std::uint64_t seed, std::size_t len) {
+    if (len > kMaxBytes) return nullptr;
+    for (Entry& e : entries_)
+      if (e.seed == seed && e.bytes.size() >= len && !e.bytes.empty()) {
+        e.used = ++clock_;
+        return e.bytes.data();
+      }
+    Entry& victim = *std::min_element(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) { return a.used < b.used; });
+    victim.seed = seed;
+    victim.used = ++clock_;
+    victim.bytes.resize(std::max<std::size_t>(len, 4096));
+    const std::size_t words = victim.bytes.size() / 8;
+    for (std::size_t k = 0; k < words; ++k) {
+      const std::uint64_t w = pattern_word(seed, k);
+      std::memcpy(victim.bytes.data() + 8 * k, &w, 8);
+    }
+    for (std::size_t i = words * 8; i < victim.bytes.size(); ++i) victim.bytes[i] = pattern_byte(seed, i);
+    return victim.bytes.data();
+  }
+
+ private:
+  static constexpr std::size_t kMaxBytes = 4u << 20;
+  struct Entry {
+    std::uint64_t seed = 0;
+    std::uint64_t used = 0;
+    std::vector<std::uint8_t> bytes;
+  };
+  std::array<Entry, 8> entries_{};
+  std::uint64_t clock_ = 0;
+};
+
 class HostMemory : public MemoryProvider {
  public:
   MemoryKind kind() const override { return MemoryKind::host; }
@@ -65,6 +105,9 @@ class HostMemory : public MemoryProvider {
   Result<std::uint64_t> verify(const Buffer& buf, std::size_t offset, std::size_t len, std::uint64_t seed) override {
     if (offset + len > buf.size()) return Status(Errc::invalid_argument, "verify outside the buffer");
     const auto* p = reinterpret_cast<const std::uint8_t*>(buf.bytes() + offset);
+    thread_local PatternCache cache;
+    if (const std::uint8_t* want = cache.get(seed, len); want && std::memcmp(p, want, len) == 0) return std::uint64_t{0};
+    // Some byte differs (or the range is too long to keep): count them word by word.
     std::uint64_t wrong = 0;
     std::size_t words = len / 8;
     for (std::size_t k = 0; k < words; ++k) {
