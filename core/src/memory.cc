@@ -67,13 +67,13 @@ class PatternCache {
   }
 
  private:
-  static constexpr std::size_t kMaxBytes = 4u << 20;
+  static constexpr std::size_t kMaxBytes = 1u << 20;  // at most 4 MiB per thread
   struct Entry {
     std::uint64_t seed = 0;
     std::uint64_t used = 0;
     std::vector<std::uint8_t> bytes;
   };
-  std::array<Entry, 8> entries_{};
+  std::array<Entry, 4> entries_{};
   std::uint64_t clock_ = 0;
 };
 

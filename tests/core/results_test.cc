@@ -65,5 +65,22 @@ TEST(Memory, PatternVerificationCountsEveryWrongByte) {
   EXPECT_EQ(*host_memory().verify(*b, 100, 200, 5), 0u);
 }
 
+// Checks compare with a per-thread copy of recent patterns first: a longer range than the copy
+// holds, more seeds than it keeps, and ranges too long to keep must all count the same.
+TEST(Memory, CachedPatternsCountTheSameAsComputedOnes) {
+  const std::size_t big = (1u << 20) + 4099;  // over the 1 MiB the cache keeps
+  auto b = host_memory().allocate(big);
+  ASSERT_TRUE(b.is_ok());
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {  // more seeds than entries: evictions
+    for (std::size_t len : {std::size_t{17}, std::size_t{4096 + 3}, std::size_t{300000}, big}) {
+      ASSERT_TRUE(host_memory().fill(*b, 0, len, seed).is_ok());
+      EXPECT_EQ(*host_memory().verify(*b, 0, len, seed), 0u) << "seed " << seed << " len " << len;
+      b->bytes()[len - 1] ^= std::byte{0x10};
+      b->bytes()[len / 2] ^= std::byte{0x01};
+      EXPECT_EQ(*host_memory().verify(*b, 0, len, seed), len / 2 == len - 1 ? 1u : 2u) << "seed " << seed << " len " << len;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace rdmalab
