@@ -20,6 +20,12 @@ namespace {
 
 constexpr int kMaxQps = 16;
 constexpr std::uint64_t kRegionCap = 16ull << 20;  // bytes of slots per QP and direction
+// With checks off, writes and reads land in this many message slots per QP, used in turn, as
+// perftest reuses one buffer: the working set stays in cache (a slot per request in flight, 128 ×
+// 64 KiB a side, measured 1.8 % slower on Soft-RoCE). With checks on, every request in flight
+// has its own slot, checked once the run is over: a corrupted message among the last tx_depth is
+// then still there to be found, not overwritten by a good one.
+constexpr std::uint64_t kOneSidedSlots = 2;
 constexpr std::uint32_t kLastImm = 0x4C415354;     // "LAST": marks a sender's final message
 constexpr int kWcBatch = 64;
 
@@ -181,8 +187,11 @@ Status setup(Pair& c) {
   c.client = env.rank < half;
   c.peer = c.client ? env.rank + half : env.rank - half;
   c.max_size = *std::max_element(c.p.sizes.begin(), c.p.sizes.end());
-  // Up to queue-depth slots per QP, within kRegionCap (but always room for one message).
-  c.region = std::clamp<std::uint64_t>(queue_depth(c) * c.max_size, c.max_size, std::max(kRegionCap, c.max_size));
+  // Up to queue-depth slots per QP (writes and reads without checks: kOneSidedSlots), within
+  // kRegionCap (but always room for one message).
+  const bool one_sided = c.op == Op::write || c.op == Op::read;
+  const std::uint64_t depth = one_sided && !c.p.verify ? std::min(queue_depth(c), kOneSidedSlots) : queue_depth(c);
+  c.region = std::clamp<std::uint64_t>(depth * c.max_size, c.max_size, std::max(kRegionCap, c.max_size));
   std::uint64_t bytes = static_cast<std::uint64_t>(c.p.qps) * c.region;
   std::uint64_t max_slots = c.region / *std::min_element(c.p.sizes.begin(), c.p.sizes.end());
 
