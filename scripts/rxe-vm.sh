@@ -124,6 +124,9 @@ echo \$status > "$out/status"
 EOF
 rm -f "$out/status" "$out/output.log"
 
+# clocksource=tsc: the guest keeps time with the TSC, as real machines do; left to itself it picks
+# QEMU's emulated HPET, and every clock_gettime becomes a trap and an emulated device read (it
+# showed in perf in the guest as read_hpet, and inflated every latency rdmalab measured).
 qemu=(qemu-system-x86_64 -accel tcg -m 4096 -smp 2 -nographic -no-reboot -nic none
   -kernel "$kernel" -initrd "$initrd"
   -append "console=ttyS0 quiet loglevel=3 panic=-1 clocksource=tsc tsc=reliable rdmalab.out=$out rdmalab.keep=$PWD"
