@@ -711,19 +711,7 @@ TEST_P(Conformance, CapabilitiesAreConsistent) {
   EXPECT_TRUE(caps_.memory_kinds.has(MemoryKind::host));
 }
 
-std::vector<std::string> usable_backends() {
-  std::vector<std::string> out;
-  for (const auto& b : all_backends().all()) {
-    auto av = b.make()->availability();
-    if (av.usable || listing_every_backend())
-      out.push_back(b.name);
-    else
-      std::printf("[ SKIPPED  ] conformance on backend %s: %s\n", b.name.c_str(), av.why.c_str());
-  }
-  return out;
-}
-
-INSTANTIATE_TEST_SUITE_P(Backends, Conformance, ::testing::ValuesIn(usable_backends()),
+INSTANTIATE_TEST_SUITE_P(Backends, Conformance, ::testing::ValuesIn(usable_backend_names("conformance")),
                          [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
 
 }  // namespace

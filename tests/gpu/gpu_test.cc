@@ -4,11 +4,11 @@
 // GPU buffers, reductions by the kernels). Every test skips, saying why, where there is no GPU.
 #include <gtest/gtest.h>
 
-#include <array>
 #include <cstring>
 #include <unistd.h>
 #include <random>
 
+#include "../pair_helpers.h"
 #include "backends.h"
 #include "rdmalab/gpu.h"
 #include "rdmalab/run.h"
@@ -204,30 +204,12 @@ TEST(GpuStaged, TheNicWorksOnTheBounceBufferAndSyncsMoveTheBytes) {
     RDMALAB_ASSIGN(auto mr, pd->register_memory(buf.data(), kBytes, kAccessLocalWrite | kAccessRemoteWrite, MemoryKind::cuda));
     EXPECT_NE(mr->addr(), buf.addr());
     EXPECT_EQ(mr->kind(), MemoryKind::cuda);
-    struct Hello {
-      QpEndpoint ep;
-      RemoteBuffer region;
-    };
-    RDMALAB_ASSIGN(auto all, allgather_value(env.boot, Hello{qp->endpoint(), mr->remote()}));
-    const Hello peer = all[static_cast<std::size_t>(1 - env.rank)];
-    RDMALAB_TRY(qp->to_init());
-    QpConnectAttr attr;
-    attr.remote = peer.ep;
-    RDMALAB_TRY(qp->to_rtr(attr));
-    RDMALAB_TRY(qp->to_rts());
-    RDMALAB_TRY(env.boot.barrier());
+    RDMALAB_ASSIGN(const RemoteBuffer peer, test::connect_to_other_rank(env, *qp, *mr));
     if (env.rank == 0) {
       RDMALAB_TRY(mem.fill(buf, 0, kBytes, 11));
-      Sge sge{buf.addr(), static_cast<std::uint32_t>(kBytes), mr->lkey()};
-      SendWr wr;
-      wr.opcode = SendOpcode::rdma_write;
-      wr.sg_list = std::span<const Sge>(&sge, 1);
-      wr.remote_addr = peer.region.addr;
-      wr.rkey = peer.region.rkey;
-      RDMALAB_TRY(qp->post_send(std::span<const SendWr>(&wr, 1)));
-      std::array<Completion, 1> wc{};
-      RDMALAB_TRY(cq->wait(wc, 10.0).status());
-      EXPECT_EQ(wc[0].status, WcStatus::success) << wc_status_str(wc[0].status);
+      const Sge sge{buf.addr(), static_cast<std::uint32_t>(kBytes), mr->lkey()};
+      RDMALAB_ASSIGN(Completion wc, test::post_and_wait(*qp, *cq, SendOpcode::rdma_write, sge, peer));
+      EXPECT_EQ(wc.status, WcStatus::success) << wc_status_str(wc.status);
     }
     RDMALAB_TRY(env.boot.barrier());
     if (env.rank == 1) {

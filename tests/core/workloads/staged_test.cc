@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "../../listing.h"
+#include "../../pair_helpers.h"
 #include "backends.h"
 #include "rdmalab/backend.h"
 #include "rdmalab/run.h"
@@ -41,17 +42,6 @@ LaunchSpec two_ranks() {
   return spec;
 }
 
-struct Hello {
-  QpEndpoint ep;
-  RemoteBuffer region;
-};
-
-Result<Completion> wait_one(CompletionQueue& cq) {
-  std::array<Completion, 1> wc{};
-  RDMALAB_TRY(cq.wait(wc, 10.0).status());
-  return wc[0];
-}
-
 // Rank 0 writes from staged memory into rank 1's staged memory, then reads rank 1's. What
 // crosses is what the memory held at post time (post_send copies it); what lands stays in the
 // bounce buffer until sync_from_nic; a remote read sees what sync_to_nic published.
@@ -67,27 +57,13 @@ TEST_P(Staged, BytesCrossTheBounceBuffersOnlyWhereTheContractSays) {
     EXPECT_NE(mr->addr(), buf.addr()) << "a staged region's address is its bounce buffer's";
     EXPECT_EQ(mr->length(), kBytes);
     EXPECT_EQ(mr->kind(), MemoryKind::host);
-    RDMALAB_ASSIGN(auto all, allgather_value(env.boot, Hello{qp->endpoint(), mr->remote()}));
-    const Hello peer = all[static_cast<std::size_t>(1 - env.rank)];
-    RDMALAB_TRY(qp->to_init());
-    QpConnectAttr attr;
-    attr.remote = peer.ep;
-    RDMALAB_TRY(qp->to_rtr(attr));
-    RDMALAB_TRY(qp->to_rts());
-    RDMALAB_TRY(env.boot.barrier());
+    RDMALAB_ASSIGN(const RemoteBuffer peer, test::connect_to_other_rank(env, *qp, *mr));
 
     if (env.rank == 0) {
       // Filled after registration and never synced: post_send copies what it sends.
       RDMALAB_TRY(mem.fill(buf, 0, kBytes, 7));
-      Sge sge{buf.addr(), static_cast<std::uint32_t>(kBytes), mr->lkey()};
-      SendWr wr;
-      wr.wr_id = 1;
-      wr.opcode = SendOpcode::rdma_write;
-      wr.sg_list = std::span<const Sge>(&sge, 1);
-      wr.remote_addr = peer.region.addr;
-      wr.rkey = peer.region.rkey;
-      RDMALAB_TRY(qp->post_send(std::span<const SendWr>(&wr, 1)));
-      RDMALAB_ASSIGN(Completion wc, wait_one(*cq));
+      const Sge sge{buf.addr(), static_cast<std::uint32_t>(kBytes), mr->lkey()};
+      RDMALAB_ASSIGN(Completion wc, test::post_and_wait(*qp, *cq, SendOpcode::rdma_write, sge, peer, 1));
       EXPECT_EQ(wc.status, WcStatus::success) << wc_status_str(wc.status);
     }
     RDMALAB_TRY(env.boot.barrier());
@@ -106,29 +82,16 @@ TEST_P(Staged, BytesCrossTheBounceBuffersOnlyWhereTheContractSays) {
     RDMALAB_TRY(env.boot.barrier());
     if (env.rank == 0) {
       RDMALAB_TRY(mem.clear(buf, 0, kBytes));
-      Sge sge{buf.addr(), static_cast<std::uint32_t>(kBytes), mr->lkey()};
-      SendWr wr;
-      wr.wr_id = 2;
-      wr.opcode = SendOpcode::rdma_read;
-      wr.sg_list = std::span<const Sge>(&sge, 1);
-      wr.remote_addr = peer.region.addr;
-      wr.rkey = peer.region.rkey;
-      RDMALAB_TRY(qp->post_send(std::span<const SendWr>(&wr, 1)));
-      RDMALAB_ASSIGN(Completion wc, wait_one(*cq));
+      const Sge sge{buf.addr(), static_cast<std::uint32_t>(kBytes), mr->lkey()};
+      RDMALAB_ASSIGN(Completion wc, test::post_and_wait(*qp, *cq, SendOpcode::rdma_read, sge, peer, 2));
       EXPECT_EQ(wc.status, WcStatus::success) << wc_status_str(wc.status);
       RDMALAB_TRY(mr->sync_from_nic(0, kBytes));
       RDMALAB_ASSIGN(std::uint64_t wrong, mem.verify(buf, 0, kBytes, 9));
       EXPECT_EQ(wrong, 0u) << "wrong bytes read from the peer's published memory";
       // An SGE that lies in neither the memory nor its copy fails as it does without the layer.
-      Sge outside{buf.addr() + 1, static_cast<std::uint32_t>(kBytes), mr->lkey()};
-      wr.wr_id = 3;
-      wr.opcode = SendOpcode::rdma_write;
-      wr.sg_list = std::span<const Sge>(&outside, 1);
-      Status posted = qp->post_send(std::span<const SendWr>(&wr, 1));
-      if (posted) {
-        RDMALAB_ASSIGN(Completion bad, wait_one(*cq));
-        EXPECT_EQ(bad.status, WcStatus::loc_prot_err) << wc_status_str(bad.status);
-      }
+      const Sge outside{buf.addr() + 1, static_cast<std::uint32_t>(kBytes), mr->lkey()};
+      RDMALAB_ASSIGN(Completion bad, test::post_and_wait(*qp, *cq, SendOpcode::rdma_write, outside, peer, 3));
+      EXPECT_EQ(bad.status, WcStatus::loc_prot_err) << wc_status_str(bad.status);
     }
     return env.boot.barrier();
   });
@@ -232,19 +195,7 @@ TEST_P(Staged, WorkloadsCheckEveryByteThroughTheBounceBuffers) {
   }
 }
 
-std::vector<std::string> backends() {
-  std::vector<std::string> out;
-  for (const auto& b : all_backends().all()) {
-    auto av = b.make()->availability();
-    if (av.usable || listing_every_backend())
-      out.push_back(b.name);
-    else
-      std::printf("[ SKIPPED  ] staged path on backend %s: %s\n", b.name.c_str(), av.why.c_str());
-  }
-  return out;
-}
-
-INSTANTIATE_TEST_SUITE_P(Backends, Staged, ::testing::ValuesIn(backends()),
+INSTANTIATE_TEST_SUITE_P(Backends, Staged, ::testing::ValuesIn(usable_backend_names("staged path")),
                          [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
 
 }  // namespace
