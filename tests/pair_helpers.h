@@ -1,12 +1,28 @@
 // Helpers for tests that drive the transport contract by hand between two ranks, one RC QP each.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <array>
+#include <string>
 
 #include "rdmalab/backend.h"
 #include "rdmalab/bootstrap.h"
 
 namespace rdmalab::test {
+
+// A launch of `ranks` ranks whose expectation failures count here: backends may run ranks in a
+// child process (simgrid), where failures are printed by the child and carried back through
+// export_state.
+inline LaunchSpec spec_for(int ranks) {
+  LaunchSpec spec;
+  spec.ranks = ranks;
+  spec.export_state = [] { return std::string(::testing::Test::HasFailure() ? "failed" : "ok"); };
+  spec.import_state = [](const std::string& s) {
+    if (s == "failed") ADD_FAILURE() << "expectations failed in the ranks' process (see its output above)";
+  };
+  return spec;
+}
 
 struct PeerRegion {
   QpEndpoint ep;

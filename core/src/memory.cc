@@ -39,6 +39,16 @@ Buffer::~Buffer() {
 
 namespace {
 
+// Writes bytes [0, len) of seed's pattern to p.
+void write_pattern(std::uint8_t* p, std::size_t len, std::uint64_t seed) {
+  const std::size_t words = len / 8;
+  for (std::size_t k = 0; k < words; ++k) {
+    const std::uint64_t w = pattern_word(seed, k);
+    std::memcpy(p + 8 * k, &w, 8);
+  }
+  for (std::size_t i = words * 8; i < len; ++i) p[i] = pattern_byte(seed, i);
+}
+
 // The pattern of a few recent seeds, kept per thread: workloads check the same message again and
 // again (every message of a stream carries the same bytes), and comparing with memcmp runs at
 // memory speed where computing the pattern word by word does not (8x cheaper per 64 KiB; it
@@ -57,12 +67,7 @@ class PatternCache {
     victim.seed = seed;
     victim.used = ++clock_;
     victim.bytes.resize(std::max<std::size_t>(len, 4096));
-    const std::size_t words = victim.bytes.size() / 8;
-    for (std::size_t k = 0; k < words; ++k) {
-      const std::uint64_t w = pattern_word(seed, k);
-      std::memcpy(victim.bytes.data() + 8 * k, &w, 8);
-    }
-    for (std::size_t i = words * 8; i < victim.bytes.size(); ++i) victim.bytes[i] = pattern_byte(seed, i);
+    write_pattern(victim.bytes.data(), victim.bytes.size(), seed);
     return victim.bytes.data();
   }
 
@@ -92,13 +97,7 @@ class HostMemory : public MemoryProvider {
 
   Status fill(const Buffer& buf, std::size_t offset, std::size_t len, std::uint64_t seed) override {
     if (offset + len > buf.size()) return Status(Errc::invalid_argument, "fill outside the buffer");
-    auto* p = reinterpret_cast<std::uint8_t*>(buf.bytes() + offset);
-    std::size_t words = len / 8;
-    for (std::size_t k = 0; k < words; ++k) {
-      std::uint64_t w = pattern_word(seed, k);
-      std::memcpy(p + 8 * k, &w, 8);
-    }
-    for (std::size_t i = words * 8; i < len; ++i) p[i] = pattern_byte(seed, i);
+    write_pattern(reinterpret_cast<std::uint8_t*>(buf.bytes() + offset), len, seed);
     return Status::ok();
   }
 

@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "../listing.h"
+#include "../pair_helpers.h"
 #include "backends.h"
 #include "rdmalab/backend.h"
 
@@ -40,23 +41,6 @@ struct Side {
   std::uint8_t* bytes() const { return reinterpret_cast<std::uint8_t*>(buf.data()); }
 };
 
-struct Hello {
-  QpEndpoint ep;
-  RemoteBuffer region;
-};
-
-// Backends may run ranks in a child process (simgrid): expectation failures there are printed by
-// the child, and carried back here through export_state so the test fails here too.
-LaunchSpec spec_for(int ranks) {
-  LaunchSpec spec;
-  spec.ranks = ranks;
-  spec.export_state = [] { return std::string(::testing::Test::HasFailure() ? "failed" : "ok"); };
-  spec.import_state = [](const std::string& s) {
-    if (s == "failed") ADD_FAILURE() << "expectations failed in the ranks' process (see its output above)";
-  };
-  return spec;
-}
-
 class Conformance : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -69,7 +53,7 @@ class Conformance : public ::testing::TestWithParam<std::string> {
   // Runs `body` on two ranks, each with a PD, a CQ, an RC QP connected to the other rank and a
   // registered buffer of opts.bytes. Failures inside `body` are gtest failures.
   void with_pair(const PairOpts& opts, const std::function<void(Side&)>& body) {
-    Status st = backend_->launch(spec_for(2), [&](RankEnv& env) -> Status {
+    Status st = backend_->launch(test::spec_for(2), [&](RankEnv& env) -> Status {
       Side s;
       s.env = &env;
       RDMALAB_ASSIGN(s.pd, env.dev.alloc_pd());
@@ -77,7 +61,7 @@ class Conformance : public ::testing::TestWithParam<std::string> {
       RDMALAB_ASSIGN(s.qp, s.pd->create_qp(*s.cq, *s.cq, opts.caps));
       RDMALAB_ASSIGN(s.buf, env.mem.allocate(opts.bytes));
       RDMALAB_ASSIGN(s.mr, s.pd->register_memory(s.buf.data(), opts.bytes, opts.access));
-      Hello mine{s.qp->endpoint(), s.mr->remote()};
+      test::PeerRegion mine{s.qp->endpoint(), s.mr->remote()};
       RDMALAB_ASSIGN(auto all, allgather_value(env.boot, mine));
       s.peer = all[static_cast<std::size_t>(1 - env.rank)].region;
       s.peer_ep = all[static_cast<std::size_t>(1 - env.rank)].ep;
@@ -656,7 +640,7 @@ TEST_P(Conformance, DeregisteredRegionIsNoLongerReachable) {
 // Bootstrap and runtime
 
 TEST_P(Conformance, BootstrapAllgatherAndBarrierAcrossRanks) {
-  Status st = backend_->launch(spec_for(5), [](RankEnv& env) -> Status {
+  Status st = backend_->launch(test::spec_for(5), [](RankEnv& env) -> Status {
     EXPECT_EQ(env.boot.size(), 5);
     EXPECT_EQ(env.boot.rank(), env.rank);
     for (int round = 0; round < 3; ++round) {
@@ -671,7 +655,7 @@ TEST_P(Conformance, BootstrapAllgatherAndBarrierAcrossRanks) {
 }
 
 TEST_P(Conformance, ARankThatFailsStopsTheOthersWithItsReason) {
-  Status st = backend_->launch(spec_for(3), [](RankEnv& env) -> Status {
+  Status st = backend_->launch(test::spec_for(3), [](RankEnv& env) -> Status {
     if (env.rank == 2) return Status(Errc::data, "planted failure");
     return env.boot.barrier();  // must not wait forever for rank 2
   });

@@ -30,23 +30,11 @@ class Staged : public ::testing::TestWithParam<std::string> {
   std::unique_ptr<Backend> backend_;
 };
 
-// Backends may run ranks in a child process (simgrid): failures there come back through
-// export_state, so the test fails here too.
-LaunchSpec two_ranks() {
-  LaunchSpec spec;
-  spec.ranks = 2;
-  spec.export_state = [] { return std::string(::testing::Test::HasFailure() ? "failed" : "ok"); };
-  spec.import_state = [](const std::string& s) {
-    if (s == "failed") ADD_FAILURE() << "expectations failed in the ranks' process (see its output above)";
-  };
-  return spec;
-}
-
 // Rank 0 writes from staged memory into rank 1's staged memory, then reads rank 1's. What
 // crosses is what the memory held at post time (post_send copies it); what lands stays in the
 // bounce buffer until sync_from_nic; a remote read sees what sync_to_nic published.
 TEST_P(Staged, BytesCrossTheBounceBuffersOnlyWhereTheContractSays) {
-  Status st = backend_->launch(two_ranks(), [&](RankEnv& env) -> Status {
+  Status st = backend_->launch(test::spec_for(2), [&](RankEnv& env) -> Status {
     std::unique_ptr<Device> dev = make_staging_device(env.dev, StagingOptions{MemoryKind::host, false});
     MemoryProvider& mem = host_memory();
     RDMALAB_ASSIGN(auto pd, dev->alloc_pd());
@@ -130,7 +118,7 @@ class RefusingDevice final : public Device {
 
 // auto (fallback): the backend's own registration first; only a not_supported refusal stages.
 TEST_P(Staged, AutoStagesOnlyWhenTheBackendRefuses) {
-  Status st = backend_->launch(two_ranks(), [&](RankEnv& env) -> Status {
+  Status st = backend_->launch(test::spec_for(2), [&](RankEnv& env) -> Status {
     MemoryProvider& mem = host_memory();
     RDMALAB_ASSIGN(Buffer buf, mem.allocate(4096));
     {  // The backend registers it: no bounce buffer.
