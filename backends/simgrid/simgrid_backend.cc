@@ -87,11 +87,86 @@ struct MrRec {
   const void* pd = nullptr;
   int rank = 0;
   MemoryKind kind = MemoryKind::host;
+  std::uint32_t key = 0;  // the key it is filed under (0: none)
+};
+
+// Keys and QP numbers are handed out in sequence, so they index flat tables: a lookup on every
+// transfer is an array access (hash maps cost cache misses at thousands of ranks). A key or number
+// that was never handed out, or whose object is gone, finds nothing.
+class KeyTable {
+ public:
+  explicit KeyTable(std::uint32_t base) : base_(base) {}
+  const MrRec* find(std::uint32_t key) const {
+    const std::uint32_t i = (key & 0x7fffffffu) - base_;
+    if ((key & 0x7fffffffu) < base_ || i >= recs_.size() || recs_[i].key != key) return nullptr;
+    return &recs_[i];
+  }
+  void put(std::uint32_t key, const MrRec& r) {
+    const std::uint32_t i = (key & 0x7fffffffu) - base_;
+    if (i >= recs_.size()) recs_.resize(i + 1);
+    recs_[i] = r;
+    recs_[i].key = key;
+  }
+  void erase(std::uint32_t key) {
+    const std::uint32_t i = (key & 0x7fffffffu) - base_;
+    if ((key & 0x7fffffffu) >= base_ && i < recs_.size() && recs_[i].key == key) recs_[i].key = 0;
+  }
+
+ private:
+  std::uint32_t base_;
+  std::vector<MrRec> recs_;
+};
+
+template <typename T>
+class NumberTable {
+ public:
+  explicit NumberTable(std::uint32_t base) : base_(base) {}
+  T* find(std::uint32_t n) const { return n >= base_ && n - base_ < items_.size() ? items_[n - base_] : nullptr; }
+  void put(std::uint32_t n, T* item) {
+    if (n - base_ >= items_.size()) items_.resize(n - base_ + 1, nullptr);
+    items_[n - base_] = item;
+  }
+  void erase(std::uint32_t n) {
+    if (n >= base_ && n - base_ < items_.size()) items_[n - base_] = nullptr;
+  }
+
+ private:
+  std::uint32_t base_;
+  std::vector<T*> items_;
+};
+
+// A request's scatter/gather list: nearly always one or two entries, kept inside the request
+// (no allocation per post); longer lists go to the heap.
+class SgeList {
+ public:
+  SgeList() = default;
+  explicit SgeList(std::span<const Sge> s) { assign(s); }
+  void assign(std::span<const Sge> s) {
+    n_ = s.size();
+    if (n_ <= kInline) {
+      std::copy(s.begin(), s.end(), inline_.begin());
+      heap_.clear();
+    } else {
+      heap_.assign(s.begin(), s.end());
+    }
+  }
+  const Sge* begin() const { return n_ <= kInline ? inline_.data() : heap_.data(); }
+  const Sge* end() const { return begin() + n_; }
+  std::size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  const Sge& front() const { return *begin(); }
+  const Sge& operator[](std::size_t i) const { return begin()[i]; }
+
+ private:
+  static constexpr std::size_t kInline = 2;
+  std::array<Sge, kInline> inline_{};
+  std::vector<Sge> heap_;
+  std::size_t n_ = 0;
 };
 
 struct PendingRecv {
   std::uint64_t wr_id = 0;
-  std::vector<Sge> sges;
+  SgeList sges;
 };
 
 // One send request on its way. Phase 0 carries the request (and a write's or send's data) to
@@ -100,7 +175,7 @@ struct PendingRecv {
 struct Op : std::enable_shared_from_this<Op> {
   SimQp* qp = nullptr;
   SendWr wr;
-  std::vector<Sge> sges;
+  SgeList sges;
   std::vector<std::uint8_t> inline_bytes;
   std::uint64_t len = 0;
   std::uint64_t seq = 0;
@@ -126,6 +201,40 @@ struct Op : std::enable_shared_from_this<Op> {
   std::uint64_t req_epoch = 0, req_gen = 0, resp_epoch = 0, resp_gen = 0;
 };
 using OpPtr = std::shared_ptr<Op>;
+
+// Requests are made and dropped at every post: their blocks (the request with its shared_ptr
+// control block, one size) are recycled through a free list instead of going back to malloc.
+// The simulation runs on one thread, in a child process; the list is never given back.
+struct OpBlocks {
+  static inline std::vector<void*> free_list;
+  static inline std::size_t block = 0;
+};
+template <typename T>
+struct OpAllocator {
+  using value_type = T;
+  OpAllocator() = default;
+  template <typename U>
+  OpAllocator(const OpAllocator<U>&) {}  // NOLINT(google-explicit-constructor): rebinding
+  T* allocate(std::size_t n) {
+    const std::size_t bytes = n * sizeof(T);
+    if (OpBlocks::block == 0) OpBlocks::block = bytes;
+    if (bytes == OpBlocks::block && !OpBlocks::free_list.empty()) {
+      void* p = OpBlocks::free_list.back();
+      OpBlocks::free_list.pop_back();
+      return static_cast<T*>(p);
+    }
+    return static_cast<T*>(::operator new(bytes));
+  }
+  void deallocate(T* p, std::size_t n) {
+    if (n * sizeof(T) == OpBlocks::block) {
+      OpBlocks::free_list.push_back(p);
+      return;
+    }
+    ::operator delete(p);
+  }
+  template <typename U>
+  bool operator==(const OpAllocator<U>&) const { return true; }
+};
 
 // How an actor blocked in a wait is woken by another: a suspended zero-flop Exec sits in every
 // wait, and resuming it ends it at this instant — no simcall, no message, no simulated time.
@@ -167,7 +276,7 @@ struct Nic {
     OpPtr op;
     std::uint64_t gen = 0;
   };
-  static constexpr int kInboxDepth = 2;  // unmatched receives kept waiting
+  static constexpr int kInboxDepth = 1;  // unmatched receives kept waiting
   sg4::Mailbox* inbox = nullptr;
   std::deque<InboxRecv> gets;
   int unmatched = 0;
@@ -187,10 +296,11 @@ struct World {
   std::vector<RankEndpoints> eps;     // where its transfers start and end, by memory
   bool staged = false;                // GPU memory goes through host bounce buffers
   std::vector<std::unique_ptr<Nic>> nics;
-  std::unordered_map<std::uint32_t, MrRec> lkeys, rkeys;
-  std::unordered_map<std::uint32_t, SimQp*> qps;
-  std::uint32_t next_key = 0x1000;
-  std::uint32_t next_qpn = 0x100;
+  static constexpr std::uint32_t kFirstKey = 0x1000, kFirstQpn = 0x100;
+  KeyTable lkeys{kFirstKey}, rkeys{kFirstKey};
+  NumberTable<SimQp> qps{kFirstQpn};
+  std::uint32_t next_key = kFirstKey;
+  std::uint32_t next_qpn = kFirstQpn;
   bool aborted = false;
   std::string abort_reason;
   std::uint64_t transfers = 0;  // phases ended (for the progress line)
@@ -207,15 +317,24 @@ struct World {
   // `ending` is that request and its transfer number: a rank whose wait included that transfer
   // was answered by it and is not woken again.
   std::vector<int> pending_wakes;
+  std::vector<std::vector<int>> spare_lists;  // lists flushed before, kept with their capacity
   const Op* ending = nullptr;
   int ending_requester = -1;
   std::uint64_t ending_gen = 0;
   void wake_later(int rank) { pending_wakes.push_back(rank); }
   void flush_wakes() {
     if (pending_wakes.empty()) return;
+    // Waking is an s4u call during which other actors run and may flush too: each flush owns
+    // the list it walks.
     std::vector<int> ranks;
+    if (!spare_lists.empty()) {
+      ranks.swap(spare_lists.back());
+      spare_lists.pop_back();
+    }
     ranks.swap(pending_wakes);
     for (int r : ranks) wake(r);
+    ranks.clear();
+    spare_lists.push_back(std::move(ranks));
   }
   void wake(int r) {
     Nic& n = *nics[static_cast<std::size_t>(r)];
@@ -258,16 +377,16 @@ struct World {
 
   void abort(const std::string& why);
   bool local_ok(const Sge& s, const void* pd, bool need_write) const {
-    auto it = lkeys.find(s.lkey);
-    if (it == lkeys.end() || it->second.pd != pd) return false;
-    const MrRec& m = it->second;
+    const MrRec* rec = lkeys.find(s.lkey);
+    if (!rec || rec->pd != pd) return false;
+    const MrRec& m = *rec;
     if (s.addr < m.addr || s.addr + s.length > m.addr + m.length) return false;
     return !need_write || (m.access & kAccessLocalWrite);
   }
   bool remote_ok(std::uint32_t rkey, std::uint64_t addr, std::uint64_t len, const void* pd, std::uint32_t need) const {
-    auto it = rkeys.find(rkey);
-    if (it == rkeys.end() || it->second.pd != pd) return false;
-    const MrRec& m = it->second;
+    const MrRec* rec = rkeys.find(rkey);
+    if (!rec || rec->pd != pd) return false;
+    const MrRec& m = *rec;
     if (addr < m.addr || addr + len > m.addr + m.length || addr + len < addr) return false;
     return (m.access & need) == need;
   }
@@ -302,7 +421,7 @@ class SimQp final : public QueuePair {
  public:
   SimQp(World& w, const void* pd, int rank, std::uint32_t qpn, SimCq& scq, SimCq& rcq, QpCaps caps)
       : w_(w), pd_(pd), rank_(rank), qpn_(qpn), scq_(scq), rcq_(rcq), caps_(caps) {
-    w_.qps[qpn_] = this;
+    w_.qps.put(qpn_, this);
     scq_.users.insert(this);
     rcq_.users.insert(this);
     auto& nq = w_.nics[static_cast<std::size_t>(rank_)]->qps;
@@ -438,8 +557,7 @@ Result<std::size_t> SimCq::take(std::span<Completion> out) {
   while (n < out.size() && !q_.empty()) {
     Entry& e = q_.front();
     out[n++] = e.wc;
-    auto it = w_.qps.find(e.wc.qp_num);
-    if (e.send_side && it != w_.qps.end() && it->second == e.qp) e.qp->retired_ = std::max(e.qp->retired_, e.seq + 1);
+    if (e.send_side && w_.qps.find(e.wc.qp_num) == e.qp) e.qp->retired_ = std::max(e.qp->retired_, e.seq + 1);
     q_.pop_front();
   }
   return n;
@@ -470,15 +588,15 @@ double phase_wire_bytes(const World& w, const Op& op) {
 
 void launch_phase(World& w, Op& op) {
   SimQp* qp = op.qp;
-  auto pit = w.qps.find(qp->conn_.remote.qpn);
-  int peer_rank = pit == w.qps.end() ? static_cast<int>(qp->conn_.remote.rank) : pit->second->rank_;
+  const SimQp* pq = w.qps.find(qp->conn_.remote.qpn);
+  int peer_rank = pq ? pq->rank_ : static_cast<int>(qp->conn_.remote.rank);
   if (peer_rank < 0 || peer_rank >= static_cast<int>(w.hosts.size())) peer_rank = qp->rank_;
   // The endpoints by the memory each side touches: GPU memory by GPUDirect or staged, host memory
   // (the same host when there is no node model). A send's receive buffer is not known until it
   // arrives: it is taken to be of the sender's kind.
-  auto kind_of = [&](const std::unordered_map<std::uint32_t, MrRec>& keys, std::uint32_t key, MemoryKind dflt) {
-    auto it = keys.find(key);
-    return it == keys.end() ? dflt : it->second.kind;
+  auto kind_of = [&](const KeyTable& keys, std::uint32_t key, MemoryKind dflt) {
+    const MrRec* rec = keys.find(key);
+    return rec ? rec->kind : dflt;
   };
   const MemoryKind local = op.sges.empty() ? MemoryKind::host : kind_of(w.lkeys, op.sges.front().lkey, MemoryKind::host);
   const bool rdma = op.wr.opcode != SendOpcode::send && op.wr.opcode != SendOpcode::send_with_imm;
@@ -549,8 +667,7 @@ void deliver_recv(SimQp* peer, const Completion& wc) { peer->rcq_.push(wc, peer,
 // Phase 0 ended: the request is at the responder. Does the responder's part.
 void at_responder(World& w, Op& op) {
   SimQp* qp = op.qp;
-  auto pit = w.qps.find(qp->conn_.remote.qpn);
-  SimQp* peer = pit == w.qps.end() ? nullptr : pit->second;
+  SimQp* peer = w.qps.find(qp->conn_.remote.qpn);
   auto fail = [&](WcStatus st) {
     op.done = true;
     op.status = st;
@@ -679,24 +796,39 @@ void phase_ended(World& w, const OpPtr& op) {
   const bool read = op->wr.opcode == SendOpcode::rdma_read;
   if (op->phase == 1) {
     if (read) {
-      auto it = w.qps.find(op->qp->conn_.remote.qpn);
-      if (it != w.qps.end()) w.nics[static_cast<std::size_t>(it->second->rank_)]->tx_bytes += op->len;
+      if (const SimQp* peer = w.qps.find(op->qp->conn_.remote.qpn)) w.nics[static_cast<std::size_t>(peer->rank_)]->tx_bytes += op->len;
     }
     at_requester(*op);
     return;
   }
   if (!read) w.nics[static_cast<std::size_t>(op->qp->rank_)]->tx_bytes += op->len;
   op->arrived = true;
-  std::vector<OpPtr> snap(op->qp->inflight_.begin(), op->qp->inflight_.end());
-  for (const OpPtr& o : snap) {
-    if (o->dead) return;  // the QP was flushed or destroyed during an s4u call below
-    if (o->responded || o->done) continue;
-    if (!o->arrived) return;
-    o->arrived = false;
-    at_responder(w, *o);
-    if (o->timer_at >= 0 && !o->done) return;  // RNR: later requests wait for its retry
-    o->responded = true;
-    if (o->done && o->status != WcStatus::success) return;
+  // The requests of a QP in flight are numbered in sequence from its oldest: walk them by number,
+  // as at_responder may make s4u calls (a response's transfer), during which others run and may
+  // retire, flush or destroy the QP.
+  SimQp* qp = op->qp;
+  const std::uint32_t qpn = qp->qpn_;
+  std::uint64_t seq = 0;
+  while (true) {
+    auto& q = qp->inflight_;
+    if (q.empty()) return;
+    const std::uint64_t first = q.front()->seq;
+    seq = std::max(seq, first);
+    if (seq - first >= q.size()) return;
+    Op& o = *q[static_cast<std::size_t>(seq - first)];
+    if (o.dead) return;
+    if (!o.responded && !o.done) {
+      if (!o.arrived) return;
+      o.arrived = false;
+      const OpPtr hold = o.shared_from_this();
+      at_responder(w, o);
+      if (w.qps.find(qpn) != qp) return;  // destroyed meanwhile (QP numbers are never reused)
+      if (o.dead) return;                  // flushed
+      if (o.timer_at >= 0 && !o.done) return;  // RNR: later requests wait for its retry
+      o.responded = true;
+      if (o.done && o.status != WcStatus::success) return;
+    }
+    ++seq;
   }
 }
 
@@ -728,8 +860,8 @@ void transfer_ended(World& w, const OpPtr& op, const sg4::Activity* comm) {
   if (op->via_inbox && op->comm->get_state() != sg4::Activity::State::FINISHED)
     w.nics[static_cast<std::size_t>(requester)]->unreaped.push_back(op->comm);
   phase_ended(w, op);
-  auto it = w.qps.find(qpn);
-  if (it != w.qps.end() && !op->dead) retire_heads(w, it->second);
+  SimQp* qp = w.qps.find(qpn);
+  if (qp && !op->dead) retire_heads(w, qp);
   w.ending = op.get();
   w.ending_requester = requester;
   w.ending_gen = gen;
@@ -907,11 +1039,11 @@ Status SimQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index) {
     const bool atomic = is_atomic(wr.opcode);
     if (posted_ - retired_ >= caps_.max_send_wr)
       return fail(Errc::no_memory, fmt::format("send queue full ({} outstanding): poll completions before posting more", caps_.max_send_wr));
-    auto op = std::make_shared<Op>();
+    auto op = std::allocate_shared<Op>(OpAllocator<Op>());
     op->qp = this;
     op->wr = wr;
     op->wr.sg_list = {};
-    op->sges.assign(wr.sg_list.begin(), wr.sg_list.end());
+    op->sges.assign(wr.sg_list);
     op->len = len;
     op->seq = posted_++;
     op->needs_phase1 = wr.opcode == SendOpcode::rdma_read || atomic || !w_.model.alpha_beta;
@@ -953,7 +1085,7 @@ Status SimQp::post_recv(std::span<const RecvWr> wrs, std::size_t* bad_index) {
       return Status(rq_.size() >= caps_.max_recv_wr ? Errc::no_memory : Errc::invalid_argument,
                     fmt::format("QP {:#x}: receive queue full or too many SGEs", qpn_));
     }
-    PendingRecv r{wrs[i].wr_id, {wrs[i].sg_list.begin(), wrs[i].sg_list.end()}};
+    PendingRecv r{wrs[i].wr_id, SgeList(wrs[i].sg_list)};
     if (state_ == QpState::err) {
       Completion wc;
       wc.wr_id = r.wr_id;
@@ -997,8 +1129,8 @@ class SimPd final : public ProtectionDomain {
     MrRec rec{reinterpret_cast<std::uint64_t>(addr), length, access, this, rank_, kind};
     std::uint32_t lkey = w_.next_key++;
     std::uint32_t rkey = w_.next_key++ | 0x80000000u;
-    w_.lkeys[lkey] = rec;
-    w_.rkeys[rkey] = rec;
+    w_.lkeys.put(lkey, rec);
+    w_.rkeys.put(rkey, rec);
     return std::unique_ptr<MemoryRegion>(new SimMr(w_, rec, lkey, rkey));
   }
   Result<std::unique_ptr<QueuePair>> create_qp(CompletionQueue& send_cq, CompletionQueue& recv_cq, const QpCaps& caps) override {

@@ -52,7 +52,10 @@ std::string fabric_yaml(int ranks) {
 struct Outcome {
   double simulated_s = 0;
   std::uint64_t transfers = 0;
+  double exchange_wall_s = 0;  // wall time of the transfers alone (from the first step to the last)
 };
+
+double wall_now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 bool g_progress = false;
 
@@ -120,6 +123,7 @@ Outcome run_rdmalab(const Scenario& sc, int ranks, std::uint64_t chunk) {
     // no receive would be receiver-not-ready and wait out the RNR timer.
     RDMALAB_TRY(from_prev->post_recv(std::span<const RecvWr>(&rwr, 1)));
     RDMALAB_TRY(env.boot.barrier());
+    const double t0 = wall_now();
     int got = 0;  // completions seen and not yet used; a wait may return the next step's receive too
     for (int step = 0; step < steps; ++step) {
       if (step + 1 < steps) RDMALAB_TRY(from_prev->post_recv(std::span<const RecvWr>(&rwr, 1)));
@@ -140,6 +144,7 @@ Outcome run_rdmalab(const Scenario& sc, int ranks, std::uint64_t chunk) {
     }
     RDMALAB_TRY(env.boot.barrier());
     if (env.rank == 0) {
+      out.exchange_wall_s = wall_now() - t0;
       out.simulated_s = env.rt.now();
       out.transfers = static_cast<std::uint64_t>(steps) * static_cast<std::uint64_t>(ranks);
     }
@@ -166,13 +171,16 @@ Outcome run_plain(const Scenario& sc, int ranks, const char* name, Setup setup) 
   std::uint64_t done = 0;
   plain_progress(name, done);
   const int steps = 2 * (ranks - 1);
+  double t0 = 0;
   for (int r = 0; r < ranks; ++r) {
     sg4::Actor::create(fmt::format("rank-{}", r), hosts[static_cast<std::size_t>(r)].gpu, [&, r] {
+      if (r == 0) t0 = wall_now();
       for (int k = 0; k < steps; ++k) {
         step(r, k);
         ++done;
       }
       if (r == 0) {
+        out.exchange_wall_s = wall_now() - t0;
         out.simulated_s = sg4::Engine::get_clock();
         out.transfers = static_cast<std::uint64_t>(steps) * static_cast<std::uint64_t>(ranks);
       }
@@ -299,8 +307,8 @@ int main(int argc_in, char** argv_in) {
              units::format_size(bytes), ranks, 2 * (ranks - 1), units::format_size(chunk),
              2ull * static_cast<std::uint64_t>(ranks - 1) * static_cast<std::uint64_t>(ranks));
   auto row = [](const char* name, const Measured& m) {
-    fmt::print("  {:<12} simulated {:>10.6f} s   wall {:>8.2f} s   {:>10.0f} transfers/s   peak RSS {:>8.1f} MiB\n", name, m.o.simulated_s,
-               m.wall_s, m.wall_s > 0 ? static_cast<double>(m.o.transfers) / m.wall_s : 0.0, m.peak_mib);
+    fmt::print("  {:<12} simulated {:>10.6f} s   wall {:>8.2f} s (exchange {:>8.2f} s)   {:>10.0f} transfers/s   peak RSS {:>8.1f} MiB\n", name,
+               m.o.simulated_s, m.wall_s, m.o.exchange_wall_s, m.wall_s > 0 ? static_cast<double>(m.o.transfers) / m.wall_s : 0.0, m.peak_mib);
   };
   if (!only.empty()) {
     Measured m = in_child([&] {
