@@ -12,12 +12,16 @@
 // requests through mailboxes (each rank's inbox), so the put/get row is the one to compare with
 // (the target); the sendto row shows what the other primitive would cost.
 //
-//   build/bench/simgrid_ring_bench [RANKS [BYTES [plain|sendto|rdmalab|all]]] [--progress]
-//   e.g. 1024 1GiB, 8192 1GiB rdmalab
+//   build/bench/simgrid_ring_bench [RANKS [BYTES [plain|sendto|rdmalab|all|pair]]] [--progress]
+//                                  [--rounds N]
+//   e.g. 1024 1GiB, 8192 1GiB rdmalab, 1024 1GiB pair --rounds 3
 //
 // A third argument runs only that side (for profiling, and for scales where the sendto program
 // is too slow to wait for). Progress (simulated time reached, transfers, rate since the start) is
 // written to stderr about once a second when stderr is a terminal, or always with --progress.
+// `pair` runs the put/get program and rdmalab only; --rounds N runs the chosen programs N times,
+// alternating, and prints the minimum and median of each (this machine's timings swing by 20 % and
+// more from run to run: only runs made side by side are compared).
 #include <fmt/format.h>
 #include <simgrid/s4u.hpp>
 #include <sys/resource.h>
@@ -27,6 +31,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <algorithm>
 
 #include "backends.h"
 #include "rdmalab/run.h"
@@ -58,6 +64,7 @@ struct Outcome {
 double wall_now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 bool g_progress = false;
+int g_rounds = 1;
 
 // The plain programs' progress line, in the backend's format.
 void plain_progress(const char* name, const std::uint64_t& transfers) {
@@ -270,9 +277,15 @@ int main(int argc_in, char** argv_in) {
   std::vector<char*> pos;
   g_progress = isatty(STDERR_FILENO) != 0;
   for (int i = 0; i < argc_in; ++i) {
-    if (std::strcmp(argv_in[i], "--progress") == 0)
+    if (std::strcmp(argv_in[i], "--progress") == 0) {
       g_progress = true;
-    else
+    } else if (std::strcmp(argv_in[i], "--rounds") == 0) {
+      if (i + 1 >= argc_in || std::atoi(argv_in[i + 1]) < 1) {
+        fmt::print(stderr, "simgrid_ring_bench: --rounds takes a count of at least 1\n");
+        return 2;
+      }
+      g_rounds = std::atoi(argv_in[++i]);
+    } else
       pos.push_back(argv_in[i]);
   }
   const int argc = static_cast<int>(pos.size());
@@ -289,8 +302,8 @@ int main(int argc_in, char** argv_in) {
   }
   std::string only = argc > 3 ? argv[3] : "";
   if (only == "all") only.clear();
-  if (!only.empty() && only != "plain" && only != "sendto" && only != "rdmalab") {
-    fmt::print(stderr, "simgrid_ring_bench: the third argument is plain, sendto, rdmalab or all, not '{}'\n", only);
+  if (!only.empty() && only != "plain" && only != "sendto" && only != "rdmalab" && only != "pair") {
+    fmt::print(stderr, "simgrid_ring_bench: the third argument is plain, sendto, rdmalab, pair or all, not '{}'\n", only);
     return 2;
   }
   if (ranks < 2) {
@@ -310,20 +323,60 @@ int main(int argc_in, char** argv_in) {
     fmt::print("  {:<12} simulated {:>10.6f} s   wall {:>8.2f} s (exchange {:>8.2f} s)   {:>10.0f} transfers/s   peak RSS {:>8.1f} MiB\n", name,
                m.o.simulated_s, m.wall_s, m.o.exchange_wall_s, m.wall_s > 0 ? static_cast<double>(m.o.transfers) / m.wall_s : 0.0, m.peak_mib);
   };
-  if (!only.empty()) {
-    Measured m = in_child([&] {
-      return only == "plain" ? run_plain_s4u(*sc, ranks, chunk) : only == "sendto" ? run_plain_sendto(*sc, ranks, chunk) : run_rdmalab(*sc, ranks, chunk);
-    });
-    row(only == "plain" ? "s4u put/get" : only == "sendto" ? "s4u sendto" : "rdmalab", m);
-    return m.o.transfers > 0 ? 0 : 1;
+  // The programs this run makes, in the order each round runs them.
+  struct Side {
+    const char* name;
+    std::function<Outcome()> run;
+    std::vector<Measured> got;
+  };
+  std::vector<Side> sides;
+  if (only.empty() || only == "plain" || only == "pair") sides.push_back({"s4u put/get", [&] { return run_plain_s4u(*sc, ranks, chunk); }, {}});
+  if (only.empty() || only == "sendto") sides.push_back({"s4u sendto", [&] { return run_plain_sendto(*sc, ranks, chunk); }, {}});
+  if (only.empty() || only == "rdmalab" || only == "pair") sides.push_back({"rdmalab", [&] { return run_rdmalab(*sc, ranks, chunk); }, {}});
+  bool ok = true;
+  for (int round = 0; round < g_rounds; ++round)
+    for (auto& side : sides) {
+      side.got.push_back(in_child(side.run));
+      if (g_rounds == 1) row(side.name, side.got.back());
+      ok = ok && side.got.back().o.transfers > 0;
+    }
+  // Minimum and median of the exchange's and the whole run's wall time, over the rounds.
+  auto stat = [](const Side& side, auto field) {
+    std::vector<double> v;
+    for (const auto& m : side.got) v.push_back(field(m));
+    std::sort(v.begin(), v.end());
+    return std::pair<double, double>{v.front(), v[(v.size() - 1) / 2]};
+  };
+  auto exchange = [](const Measured& m) { return m.o.exchange_wall_s; };
+  auto whole = [](const Measured& m) { return m.wall_s; };
+  if (g_rounds > 1)
+    for (const auto& side : sides) {
+      auto [emin, emed] = stat(side, exchange);
+      auto [wmin, wmed] = stat(side, whole);
+      fmt::print("  {:<12} {} rounds: exchange min {:>8.3f} s  median {:>8.3f} s   whole run min {:>8.3f} s  median {:>8.3f} s   peak RSS {:>8.1f} MiB\n",
+                 side.name, g_rounds, emin, emed, wmin, wmed, side.got.back().peak_mib);
+    }
+  const Side* put_get = nullptr;
+  const Side* sendto = nullptr;
+  const Side* ours = nullptr;
+  for (const auto& side : sides) {
+    if (std::strcmp(side.name, "s4u put/get") == 0) put_get = &side;
+    if (std::strcmp(side.name, "s4u sendto") == 0) sendto = &side;
+    if (std::strcmp(side.name, "rdmalab") == 0) ours = &side;
   }
-  Measured plain = in_child([&] { return run_plain_s4u(*sc, ranks, chunk); });
-  Measured sendto = in_child([&] { return run_plain_sendto(*sc, ranks, chunk); });
-  Measured ours = in_child([&] { return run_rdmalab(*sc, ranks, chunk); });
-  row("s4u put/get", plain);
-  row("s4u sendto", sendto);
-  row("rdmalab", ours);
-  if (plain.wall_s > 0) fmt::print("  rdmalab / s4u put/get wall time: {:.3f}x   (rdmalab's overhead over plain s4u; target <= 1.25)\n", ours.wall_s / plain.wall_s);
-  if (sendto.wall_s > 0) fmt::print("  rdmalab / s4u sendto  wall time: {:.3f}x\n", ours.wall_s / sendto.wall_s);
-  return ours.o.transfers > 0 && plain.o.transfers > 0 && sendto.o.transfers > 0 ? 0 : 1;
+  auto ratio = [&](const Side* ref, const char* label, const char* note) {
+    if (!ref || !ours || !ok) return;
+    auto [omin, omed] = stat(*ours, whole);
+    auto [rmin, rmed] = stat(*ref, whole);
+    auto [oemin, oemed] = stat(*ours, exchange);
+    auto [remin, remed] = stat(*ref, exchange);
+    if (g_rounds == 1)
+      fmt::print("  rdmalab / {} wall time: {:.3f}x (exchange {:.3f}x){}\n", label, omin / rmin, oemin / remin, note);
+    else
+      fmt::print("  rdmalab / {} wall time: min {:.3f}x median {:.3f}x (exchange: min {:.3f}x median {:.3f}x){}\n", label, omin / rmin, omed / rmed,
+                 oemin / remin, oemed / remed, note);
+  };
+  ratio(put_get, "s4u put/get", "   (rdmalab's overhead over plain s4u; target <= 1.25)");
+  ratio(sendto, "s4u sendto ", "");
+  return ok ? 0 : 1;
 }
