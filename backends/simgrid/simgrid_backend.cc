@@ -87,36 +87,63 @@ struct MrRec {
   const void* pd = nullptr;
   int rank = 0;
   MemoryKind kind = MemoryKind::host;
-  std::uint32_t key = 0;  // the key it is filed under (0: none)
+  std::uint32_t lkey = 0, rkey = 0;  // 0 while the slot is free
 };
 
-// Keys and QP numbers are handed out in sequence, so they index flat tables: a lookup on every
-// transfer is an array access (hash maps cost cache misses at thousands of ranks). A key or number
-// that was never handed out, or whose object is gone, finds nothing.
-class KeyTable {
+// The registered regions, in a flat table looked up on every transfer (an array access: hash
+// maps cost cache misses at thousands of ranks). A key is its slot's index (low 24 bits, from
+// 0x1000) with a 7-bit generation above it that changes each time the slot is reused, and the
+// rkey has the top bit set; a key whose region is gone, or another region's key of the wrong
+// kind, finds nothing. Freed slots are reused, so the table stays as large as the most regions
+// registered at once.
+class MrTable {
  public:
-  explicit KeyTable(std::uint32_t base) : base_(base) {}
-  const MrRec* find(std::uint32_t key) const {
-    const std::uint32_t i = (key & 0x7fffffffu) - base_;
-    if ((key & 0x7fffffffu) < base_ || i >= recs_.size() || recs_[i].key != key) return nullptr;
-    return &recs_[i];
-  }
-  void put(std::uint32_t key, const MrRec& r) {
-    const std::uint32_t i = (key & 0x7fffffffu) - base_;
-    if (i >= recs_.size()) recs_.resize(i + 1);
+  static constexpr std::uint32_t kBase = 0x1000, kIndexBits = 24, kMaxSlots = (1u << kIndexBits) - kBase;
+  // Files a region and sets its keys; false when 2^24 - 4096 regions are registered already.
+  bool add(MrRec& r) {
+    std::uint32_t i = 0;
+    if (!free_.empty()) {
+      i = free_.back();
+      free_.pop_back();
+    } else {
+      if (recs_.size() >= kMaxSlots) return false;
+      i = static_cast<std::uint32_t>(recs_.size());
+      recs_.emplace_back();
+      gens_.push_back(0);
+    }
+    gens_[i] = static_cast<std::uint8_t>((gens_[i] + 1) & 0x7f);
+    r.lkey = (static_cast<std::uint32_t>(gens_[i]) << kIndexBits) | (i + kBase);
+    r.rkey = r.lkey | 0x80000000u;
     recs_[i] = r;
-    recs_[i].key = key;
+    return true;
   }
-  void erase(std::uint32_t key) {
-    const std::uint32_t i = (key & 0x7fffffffu) - base_;
-    if ((key & 0x7fffffffu) >= base_ && i < recs_.size() && recs_[i].key == key) recs_[i].key = 0;
+  const MrRec* local(std::uint32_t lkey) const {
+    const MrRec* r = slot(lkey);
+    return r && r->lkey == lkey ? r : nullptr;
+  }
+  const MrRec* remote(std::uint32_t rkey) const {
+    const MrRec* r = slot(rkey);
+    return r && r->rkey == rkey ? r : nullptr;
+  }
+  void erase(std::uint32_t lkey) {
+    if (!local(lkey)) return;
+    const std::uint32_t i = (lkey & ((1u << kIndexBits) - 1)) - kBase;
+    recs_[i].lkey = recs_[i].rkey = 0;
+    free_.push_back(i);
   }
 
  private:
-  std::uint32_t base_;
+  const MrRec* slot(std::uint32_t key) const {
+    const std::uint32_t low = key & ((1u << kIndexBits) - 1);
+    if (low < kBase || low - kBase >= recs_.size()) return nullptr;
+    return &recs_[low - kBase];
+  }
   std::vector<MrRec> recs_;
+  std::vector<std::uint8_t> gens_;
+  std::vector<std::uint32_t> free_;
 };
 
+// QP numbers are handed out in sequence and never reused: they index a flat table.
 template <typename T>
 class NumberTable {
  public:
@@ -296,10 +323,9 @@ struct World {
   std::vector<RankEndpoints> eps;     // where its transfers start and end, by memory
   bool staged = false;                // GPU memory goes through host bounce buffers
   std::vector<std::unique_ptr<Nic>> nics;
-  static constexpr std::uint32_t kFirstKey = 0x1000, kFirstQpn = 0x100;
-  KeyTable lkeys{kFirstKey}, rkeys{kFirstKey};
+  static constexpr std::uint32_t kFirstQpn = 0x100;
+  MrTable mrs;
   NumberTable<SimQp> qps{kFirstQpn};
-  std::uint32_t next_key = kFirstKey;
   std::uint32_t next_qpn = kFirstQpn;
   bool aborted = false;
   std::string abort_reason;
@@ -377,14 +403,14 @@ struct World {
 
   void abort(const std::string& why);
   bool local_ok(const Sge& s, const void* pd, bool need_write) const {
-    const MrRec* rec = lkeys.find(s.lkey);
+    const MrRec* rec = mrs.local(s.lkey);
     if (!rec || rec->pd != pd) return false;
     const MrRec& m = *rec;
     if (s.addr < m.addr || s.addr + s.length > m.addr + m.length) return false;
     return !need_write || (m.access & kAccessLocalWrite);
   }
   bool remote_ok(std::uint32_t rkey, std::uint64_t addr, std::uint64_t len, const void* pd, std::uint32_t need) const {
-    const MrRec* rec = rkeys.find(rkey);
+    const MrRec* rec = mrs.remote(rkey);
     if (!rec || rec->pd != pd) return false;
     const MrRec& m = *rec;
     if (addr < m.addr || addr + len > m.addr + m.length || addr + len < addr) return false;
@@ -594,13 +620,10 @@ void launch_phase(World& w, Op& op) {
   // The endpoints by the memory each side touches: GPU memory by GPUDirect or staged, host memory
   // (the same host when there is no node model). A send's receive buffer is not known until it
   // arrives: it is taken to be of the sender's kind.
-  auto kind_of = [&](const KeyTable& keys, std::uint32_t key, MemoryKind dflt) {
-    const MrRec* rec = keys.find(key);
-    return rec ? rec->kind : dflt;
-  };
-  const MemoryKind local = op.sges.empty() ? MemoryKind::host : kind_of(w.lkeys, op.sges.front().lkey, MemoryKind::host);
+  auto kind_of = [](const MrRec* rec, MemoryKind dflt) { return rec ? rec->kind : dflt; };
+  const MemoryKind local = op.sges.empty() ? MemoryKind::host : kind_of(w.mrs.local(op.sges.front().lkey), MemoryKind::host);
   const bool rdma = op.wr.opcode != SendOpcode::send && op.wr.opcode != SendOpcode::send_with_imm;
-  const MemoryKind remote = rdma ? kind_of(w.rkeys, op.wr.rkey, local) : local;
+  const MemoryKind remote = rdma ? kind_of(w.mrs.remote(op.wr.rkey), local) : local;
   auto endpoint = [&](int rank, MemoryKind k) {
     const RankEndpoints& e = w.eps[static_cast<std::size_t>(rank)];
     return k == MemoryKind::cuda ? (w.staged ? e.staged : e.gpu) : e.host;
@@ -1105,8 +1128,7 @@ class SimMr final : public MemoryRegion {
  public:
   SimMr(World& w, MrRec rec, std::uint32_t lkey, std::uint32_t rkey) : w_(w), rec_(rec), lkey_(lkey), rkey_(rkey) {}
   ~SimMr() override {
-    w_.lkeys.erase(lkey_);
-    w_.rkeys.erase(rkey_);
+    w_.mrs.erase(lkey_);
   }
   std::uint64_t addr() const override { return rec_.addr; }
   std::uint64_t length() const override { return rec_.length; }
@@ -1127,11 +1149,9 @@ class SimPd final : public ProtectionDomain {
   Result<std::unique_ptr<MemoryRegion>> register_memory(void* addr, std::uint64_t length, std::uint32_t access, MemoryKind kind) override {
     RDMALAB_TRY(check_registration(addr, length, access));
     MrRec rec{reinterpret_cast<std::uint64_t>(addr), length, access, this, rank_, kind};
-    std::uint32_t lkey = w_.next_key++;
-    std::uint32_t rkey = w_.next_key++ | 0x80000000u;
-    w_.lkeys.put(lkey, rec);
-    w_.rkeys.put(rkey, rec);
-    return std::unique_ptr<MemoryRegion>(new SimMr(w_, rec, lkey, rkey));
+    if (!w_.mrs.add(rec))
+      return Status(Errc::no_memory, fmt::format("register_memory: {} regions are registered already (the most the model keeps)", MrTable::kMaxSlots));
+    return std::unique_ptr<MemoryRegion>(new SimMr(w_, rec, rec.lkey, rec.rkey));
   }
   Result<std::unique_ptr<QueuePair>> create_qp(CompletionQueue& send_cq, CompletionQueue& recv_cq, const QpCaps& caps) override {
     auto* scq = dynamic_cast<SimCq*>(&send_cq);

@@ -156,7 +156,15 @@ struct Selected {
   int gid_index = -1;
   ibv_gid gid{};
   bool roce = false;
+  std::uint32_t max_rd_atom = 16, max_init_rd_atom = 16;  // reads/atomics in flight per QP, as responder and as requester
 };
+
+// Reads and atomics a QP keeps in flight: the count asked for (0: the device's most, as perftest
+// does; rxe allows 128, ConnectX 16), within what the device and the 8-bit verbs field allow.
+std::uint8_t rd_atomic_depth(std::uint32_t asked, std::uint32_t device_max) {
+  const std::uint32_t most = std::clamp<std::uint32_t>(device_max, 1, 255);
+  return static_cast<std::uint8_t>(asked == 0 ? most : std::min(asked, most));
+}
 
 // Opens the named device (or the first with an ACTIVE port), picks the port and the GID the way
 // perftest does when -x is not given: a RoCE v2 GID on Ethernet ports.
@@ -190,6 +198,8 @@ Result<Selected> open_device(const std::string& want, int want_port, int want_gi
       s.port = static_cast<std::uint8_t>(p);
       s.port_attr = pa;
       s.roce = pa.link_layer == IBV_LINK_LAYER_ETHERNET;
+      s.max_rd_atom = static_cast<std::uint32_t>(std::max(da.max_qp_rd_atom, 1));
+      s.max_init_rd_atom = static_cast<std::uint32_t>(std::max(da.max_qp_init_rd_atom, 1));
       if (want_gid >= 0) {
         s.gid_index = want_gid;
       } else if (s.roce) {
@@ -324,7 +334,7 @@ class VQp final : public QueuePair {
   QpState state_ = QpState::reset;
   std::uint32_t psn_ = 0;
   std::uint8_t retry_cnt_ = 7, rnr_retry_ = 7;
-  std::uint32_t max_rd_atomic_ = 16;
+  std::uint32_t max_rd_atomic_ = 0;
   static constexpr std::uint64_t kSendBit = 1ull << 63;
   std::vector<std::uint64_t> sq_ids_, rq_ids_;  // caller's wr_id by sequence number
   std::uint64_t sq_posted_ = 0, sq_retired_ = 0, rq_posted_ = 0, rq_retired_ = 0;
@@ -551,7 +561,7 @@ Status VQp::to_rtr(const QpConnectAttr& c) {
   a.path_mtu = to_ibv_mtu(mtu);
   a.dest_qp_num = c.remote.qpn;
   a.rq_psn = c.remote.psn;
-  a.max_dest_rd_atomic = static_cast<std::uint8_t>(std::min<std::uint32_t>(c.max_rd_atomic, 16));
+  a.max_dest_rd_atomic = rd_atomic_depth(c.max_rd_atomic, dev_.sel().max_rd_atom);
   a.min_rnr_timer = rnr_timer_code(c.min_rnr_timer_s);
   a.ah_attr.port_num = dev_.sel().port;
   a.ah_attr.dlid = static_cast<std::uint16_t>(c.remote.lid);
@@ -580,7 +590,7 @@ Status VQp::to_rts() {
   a.retry_cnt = retry_cnt_;
   a.rnr_retry = rnr_retry_;
   a.sq_psn = psn_;
-  a.max_rd_atomic = static_cast<std::uint8_t>(std::min<std::uint32_t>(max_rd_atomic_, 16));
+  a.max_rd_atomic = rd_atomic_depth(max_rd_atomic_, dev_.sel().max_init_rd_atom);
   if (int rc = ibv_modify_qp(qp_, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
     return from_errno(rc, "ibv_modify_qp(RTS)");
   state_ = QpState::rts;

@@ -217,7 +217,9 @@ struct QpConnectAttr {
   std::uint8_t retry_cnt = 7;        // transport retries (0..7)
   std::uint8_t rnr_retry = 7;        // receiver-not-ready retries (0..6; 7 = retry forever)
   double min_rnr_timer_s = 12e-6;    // delay before an RNR retry (verbs encodes this as a code)
-  std::uint32_t max_rd_atomic = 16;  // outstanding reads/atomics
+  // Reads and atomics in flight (this side's as requester and as responder): 0 = as many as the
+  // device allows, as perftest (-o) does; the verbs backend clamps a larger count to the device's.
+  std::uint32_t max_rd_atomic = 0;
 };
 
 class QueuePair {

@@ -20,12 +20,14 @@ namespace {
 
 constexpr int kMaxQps = 16;
 constexpr std::uint64_t kRegionCap = 16ull << 20;  // bytes of slots per QP and direction
-// With checks off, writes and reads land in this many message slots per QP, used in turn, as
-// perftest reuses one buffer: the working set stays in cache (a slot per request in flight, 128 ×
-// 64 KiB a side, measured 1.8 % slower on Soft-RoCE). With checks on, every request in flight
-// has its own slot, checked once the run is over: a corrupted message among the last tx_depth is
-// then still there to be found, not overwritten by a good one.
-constexpr std::uint64_t kOneSidedSlots = 2;
+// With checks off, messages are sent from and land in this many slots per QP, used in turn (a
+// send's receives share them), as perftest reuses one buffer: the working set stays in cache (a
+// slot per request in flight, 128 × 64 KiB a side, measured 1.8 % slower on Soft-RoCE; a send's
+// 512 receives, 32 MiB a side, 2–3 %). With checks on, every request or receive in flight has its
+// own slot: a write's or read's is checked once the run is over (a corrupted message among the
+// last tx_depth is then still there to be found, not overwritten by a good one), a receive's
+// before it is posted again.
+constexpr std::uint64_t kUncheckedSlots = 2;
 constexpr std::uint32_t kLastImm = 0x4C415354;     // "LAST": marks a sender's final message
 constexpr int kWcBatch = 64;
 
@@ -187,10 +189,9 @@ Status setup(Pair& c) {
   c.client = env.rank < half;
   c.peer = c.client ? env.rank + half : env.rank - half;
   c.max_size = *std::max_element(c.p.sizes.begin(), c.p.sizes.end());
-  // Up to queue-depth slots per QP (writes and reads without checks: kOneSidedSlots), within
-  // kRegionCap (but always room for one message).
-  const bool one_sided = c.op == Op::write || c.op == Op::read;
-  const std::uint64_t depth = one_sided && !c.p.verify ? std::min(queue_depth(c), kOneSidedSlots) : queue_depth(c);
+  // Up to queue-depth slots per QP (without checks: kUncheckedSlots), within kRegionCap (but
+  // always room for one message).
+  const std::uint64_t depth = c.p.verify ? queue_depth(c) : std::min(queue_depth(c), kUncheckedSlots);
   c.region = std::clamp<std::uint64_t>(depth * c.max_size, c.max_size, std::max(kRegionCap, c.max_size));
   std::uint64_t bytes = static_cast<std::uint64_t>(c.p.qps) * c.region;
   std::uint64_t max_slots = c.region / *std::min_element(c.p.sizes.begin(), c.p.sizes.end());
@@ -215,7 +216,8 @@ Status begin_size(Pair& c, std::uint64_t size, bool first) {
   if (!first && c.op == Op::send) RDMALAB_TRY(connect(c));
   c.size = size;
   c.slots = std::clamp<std::uint64_t>(c.region / size, 1, queue_depth(c));
-  c.rx_posted_depth = std::min<std::uint64_t>(c.p.rx_depth, c.slots);
+  // A checked receive needs a slot of its own until it is checked; unchecked ones share slots.
+  c.rx_posted_depth = c.p.verify ? std::min<std::uint64_t>(c.p.rx_depth, c.slots) : c.p.rx_depth;
   for (int q = 0; q < c.p.qps; ++q)
     for (std::uint64_t s = 0; s < c.slots; ++s)
       RDMALAB_TRY(c.fill_tx(c.slot_off(q, s), size, stream_seed(c.p.seed, c.env.rank, q)));
