@@ -11,9 +11,7 @@
 // each has its own ctest entry. Never set for a run.
 namespace rdmalab {
 inline bool listing_every_backend() { return std::getenv("RDMALAB_TEST_LIST_EVERY_BACKEND") != nullptr; }
-}  // namespace rdmalab
 
-namespace rdmalab {
 // The backends a parametrised suite runs on: the usable ones (each one left out is printed with
 // the reason), or every one while ctest lists the Soft-RoCE VM's cases.
 inline std::vector<std::string> usable_backend_names(const char* suite) {

@@ -127,16 +127,17 @@ class MrTable {
   }
   void erase(std::uint32_t lkey) {
     if (!local(lkey)) return;
-    const std::uint32_t i = (lkey & ((1u << kIndexBits) - 1)) - kBase;
+    const std::uint32_t i = index(lkey);
     recs_[i].lkey = recs_[i].rkey = 0;
     free_.push_back(i);
   }
 
  private:
+  // The slot a key names (unchecked: low bits below kBase wrap to an index past the table).
+  static std::uint32_t index(std::uint32_t key) { return (key & ((1u << kIndexBits) - 1)) - kBase; }
   const MrRec* slot(std::uint32_t key) const {
-    const std::uint32_t low = key & ((1u << kIndexBits) - 1);
-    if (low < kBase || low - kBase >= recs_.size()) return nullptr;
-    return &recs_[low - kBase];
+    const std::uint32_t i = index(key);
+    return i < recs_.size() ? &recs_[i] : nullptr;
   }
   std::vector<MrRec> recs_;
   std::vector<std::uint8_t> gens_;

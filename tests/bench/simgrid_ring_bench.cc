@@ -28,11 +28,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <functional>
-#include <algorithm>
 
 #include "backends.h"
 #include "rdmalab/run.h"
