@@ -5,7 +5,10 @@
 #
 # For each case (ib_write_bw, ib_read_bw, ib_send_bw at 64 KiB and over a sweep; ib_write_lat,
 # ib_send_lat at 8 B; all_reduce busbw against ib_write_bw) it runs perftest and rdmalab's same workload with the same parameters,
-# alternating, ROUNDS times (default 3), and prints the medians and the best of the rounds, with the ratios rdmalab/perftest.
+# alternating (the order flips every round; each program gets a quiet second first), ROUNDS times
+# (default 3), and prints the medians and the best of the rounds with the ratios rdmalab/perftest,
+# the median of the rounds' own ratios, and each round's figures. An A/A case (perftest against
+# itself, the same way) shows how far apart two runs of one program land on this device.
 # Under emulation the absolute figures are small; compare the ratios.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -10,6 +10,7 @@ def perftest(tool, args):
     srv.wait(timeout=600)
     return cli.stdout
 def rdmalab(workload, sets):
+    time.sleep(1.0)  # the same quiet second perftest's client gets while its server starts
     out = "/tmp/rdmalab-bench.json"
     cmd = ["build/bin/rdmalab", "run", "scenarios/write-bw-64k.yaml", "--backend", "verbs", "--quiet", "--json", out,
            "--set", "workload.type=" + workload] + sum([["--set", s] for s in sets], [])
@@ -38,6 +39,9 @@ cases = [
     ("ib_write_bw 64KiB, rdmalab checks off", "ib_write_bw", ["-s", "65536", "-n", "3000"], "write_bw", ["workload.size=64KiB", "workload.iterations=3000", "workload.verify=false"], "bw"),
     ("ib_read_bw 64KiB, rdmalab checks off", "ib_read_bw", ["-s", "65536", "-n", "3000"], "read_bw", ["workload.size=64KiB", "workload.iterations=3000", "workload.verify=false"], "bw"),
     ("ib_send_bw 64KiB, rdmalab checks off", "ib_send_bw", ["-s", "65536", "-n", "3000"], "send_bw", ["workload.size=64KiB", "workload.iterations=3000", "workload.verify=false"], "bw"),
+    # The method's own noise: perftest against itself, in the same alternation. A ratio of the
+    # others inside the spread of this one is as close to 1.00 as this device can tell.
+    ("A/A: ib_write_bw 64KiB against itself", "ib_write_bw", ["-s", "65536", "-n", "3000"], None, None, "bw"),
     ("ib_write_bw sweep 2B..8MiB (sum)", "ib_write_bw", ["-a", "-n", "300"], "write_bw", ["workload.sizes=2B..8MiB", "workload.iterations=300"], "sweep"),
     ("ib_write_lat 8B t_typical", "ib_write_lat", ["-s", "8", "-n", "3000", "-I", "64"], "write_lat", ["workload.size=8B", "workload.iterations=3000", "workload.inline=64B"], "lat"),
     ("ib_send_lat 8B t_typical", "ib_send_lat", ["-s", "8", "-n", "3000", "-I", "64"], "send_lat", ["workload.size=8B", "workload.iterations=3000", "workload.inline=64B"], "lat"),
@@ -48,15 +52,21 @@ cases = [
 ]
 only = sys.argv[2] if len(sys.argv) > 2 else ""
 cases = [c for c in cases if only in c[0]]
-# Medians, and the best of the rounds (highest bandwidth, lowest latency): under emulation a run
-# now and then stalls (rxe retransmits) at a fraction of the rate, and the best shows each
-# program's rate without one.
-print(f"{'case':<46} {'perftest':>12} {'rdmalab':>12} {'ratio':>8} {'best p':>9} {'best r':>9} {'ratio':>7}")
+# Medians, the best of the rounds (highest bandwidth, lowest latency), and the median of the
+# rounds' own ratios (paired: the two programs of a round ran back to back). Under emulation a
+# run now and then goes at a fraction of the rate (the machine under the VM, or rxe
+# retransmitting), whichever program it falls on; the best shows each program's rate without one.
+print(f"{'case':<46} {'perftest':>12} {'rdmalab':>12} {'ratio':>8} {'best p':>9} {'best r':>9} {'ratio':>7} {'paired':>7}")
 for name, tool, pargs, wl, sets, kind in cases:
     p, r = [], []
-    for _ in range(rounds):
-        t = perftest(tool, pargs)
-        rows = rdmalab(wl, sets)
+    for i in range(rounds):
+        # ABBA: the order flips every round, so a drift in the machine's speed (or the tail of
+        # the previous program's teardown) weighs on both programs alike.
+        second = (lambda: rdmalab(wl, sets)) if wl else (lambda: [{"bw_gbps": list(perftest_bw(perftest(tool, pargs)).values())[0]}])
+        if i % 2 == 0:
+            t = perftest(tool, pargs); rows = second()
+        else:
+            rows = second(); t = perftest(tool, pargs)
         if kind == "bw":
             p.append(list(perftest_bw(t).values())[0]); r.append(rows[0]["bw_gbps"])
         elif kind == "busbw":
@@ -69,5 +79,7 @@ for name, tool, pargs, wl, sets, kind in cases:
             p.append(perftest_lat(t)); r.append(rows[0]["lat_us"]["typical"])
     pm, rm = statistics.median(p), statistics.median(r)
     pb, rb = (min(p), min(r)) if kind == "lat" else (max(p), max(r))
+    paired = statistics.median(b / a for a, b in zip(p, r))  # each round's ratio: the two ran back to back
     unit = "us" if kind == "lat" else "Gb/s"
-    print(f"{name:<46} {pm:>9.3f} {unit:<2} {rm:>9.3f} {unit:<2} {rm / pm:>8.3f} {pb:>9.3f} {rb:>9.3f} {rb / pb:>7.3f}", flush=True)
+    print(f"{name:<46} {pm:>9.3f} {unit:<2} {rm:>9.3f} {unit:<2} {rm / pm:>8.3f} {pb:>9.3f} {rb:>9.3f} {rb / pb:>7.3f} {paired:>7.3f}", flush=True)
+    print(f"{'  rounds':<46} " + " ".join(f"{a:.3f}/{b:.3f}" for a, b in zip(p, r)), flush=True)
