@@ -13,5 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
+[[ "$rounds" =~ ^[1-9][0-9]{0,3}$ ]] || { echo "bench-rxe-perftest.sh: ROUNDS must be a whole number from 1 to 9999, got '$rounds'" >&2; exit 2; }
 [ -x build/bin/rdmalab ] || scripts/setup.sh build
-exec scripts/rxe-vm.sh --timeout 3000 -- python3 scripts/bench_rxe_perftest.py "$rounds" "${2:-}"
+# A round of every case takes about 260 s here (8 rounds: 2 051 s): room for that and a slow boot.
+exec scripts/rxe-vm.sh --timeout $((900 + rounds * 400)) -- python3 scripts/bench_rxe_perftest.py "$rounds" "${2:-}"
