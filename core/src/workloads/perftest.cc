@@ -23,10 +23,9 @@ constexpr std::uint64_t kRegionCap = 16ull << 20;  // bytes of slots per QP and 
 // With checks off, messages are sent from and land in one slot per QP (a send's receives share
 // it), as perftest reuses one buffer: the working set stays in cache (a slot per request in
 // flight, 128 × 64 KiB a side, measured 1.8 % slower on Soft-RoCE; a send's 512 receives, 32 MiB
-// a side, 2–3 %). With checks on, every request or receive in flight has its
-// own slot: a write's or read's is checked once the run is over (a corrupted message among the
-// last tx_depth is then still there to be found, not overwritten by a good one), a receive's
-// before it is posted again.
+// a side, 2–3 %). With checks on, every request or receive in flight has its own slot: a write's
+// or read's is checked once the run is over (a corrupted message among the last tx_depth is then
+// still there to be found, not overwritten by a good one), a receive's before it is posted again.
 constexpr std::uint64_t kUncheckedSlots = 1;
 constexpr std::uint32_t kLastImm = 0x4C415354;     // "LAST": marks a sender's final message
 constexpr int kWcBatch = 64;
