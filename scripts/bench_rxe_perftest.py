@@ -51,7 +51,11 @@ cases = [
      ["workload.size=16MiB", "workload.algorithm=ring", "workload.iterations=20", "workload.placement=out_of_place"], "busbw"),
 ]
 only = sys.argv[2] if len(sys.argv) > 2 else ""
+names = [c[0] for c in cases]
 cases = [c for c in cases if only in c[0]]
+if not cases:
+    print(f"bench_rxe_perftest.py: no case name contains '{only}'; the cases are:\n  " + "\n  ".join(names), file=sys.stderr)
+    sys.exit(2)
 # Medians, the best of the rounds (highest bandwidth, lowest latency), and the median of the
 # rounds' own ratios (paired: the two programs of a round ran back to back). Under emulation a
 # run now and then goes at a fraction of the rate (the machine under the VM, or rxe
