@@ -23,6 +23,8 @@ def perftest_bw(text):  # rows: bytes iters peak avg msgrate; avg in MiB/s (fine
         if len(f) >= 5 and f[0].isdigit() and f[1].isdigit():
             rows[int(f[0])] = float(f[3]) * 1048576 * 8 / 1e9
     return rows
+def perftest_rate(text):  # the single size's bandwidth
+    return list(perftest_bw(text).values())[0]
 def perftest_lat(text):  # t_typical is the 5th column of the result line
     for line in text.splitlines():
         f = line.split()
@@ -63,18 +65,19 @@ if not cases:
 print(f"{'case':<46} {'perftest':>12} {'rdmalab':>12} {'ratio':>8} {'best p':>9} {'best r':>9} {'ratio':>7} {'paired':>7}")
 for name, tool, pargs, wl, sets, kind in cases:
     p, r = [], []
+    # The program compared with perftest: rdmalab, or (the A/A case) perftest again, as a row.
+    second = (lambda: rdmalab(wl, sets)) if wl else (lambda: [{"bw_gbps": perftest_rate(perftest(tool, pargs))}])
     for i in range(rounds):
         # ABBA: the order flips every round, so a drift in the machine's speed (or the tail of
         # the previous program's teardown) weighs on both programs alike.
-        second = (lambda: rdmalab(wl, sets)) if wl else (lambda: [{"bw_gbps": list(perftest_bw(perftest(tool, pargs)).values())[0]}])
         if i % 2 == 0:
             t = perftest(tool, pargs); rows = second()
         else:
             rows = second(); t = perftest(tool, pargs)
         if kind == "bw":
-            p.append(list(perftest_bw(t).values())[0]); r.append(rows[0]["bw_gbps"])
+            p.append(perftest_rate(t)); r.append(rows[0]["bw_gbps"])
         elif kind == "busbw":
-            p.append(list(perftest_bw(t).values())[0]); r.append(rows[0]["busbw_gbps"] * 8)
+            p.append(perftest_rate(t)); r.append(rows[0]["busbw_gbps"] * 8)
         elif kind == "sweep":
             pr = perftest_bw(t); rr = {x["bytes"]: x["bw_gbps"] for x in rows}
             common = sorted(set(pr) & set(rr))
