@@ -197,6 +197,72 @@ struct PendingRecv {
   SgeList sges;
 };
 
+// A first-in first-out queue in one buffer that it keeps (a power of two, grown by doubling). The
+// backend's queues (requests in flight, posted receives, completions) are pushed at one end and
+// popped at the other once per transfer; a std::deque walks through fresh blocks as it does and its
+// header spans two cache lines, where this one's takes 16 bytes. At thousands of ranks every line
+// a rank touches in a step is a cache miss (the other ranks ran in between), so this matters.
+template <typename T>
+class Ring {
+ public:
+  Ring() = default;
+  Ring(Ring&& o) noexcept { swap(o); }
+  Ring& operator=(Ring&& o) noexcept {
+    Ring(std::move(o)).swap(*this);
+    return *this;
+  }
+  ~Ring() { delete[] buf_; }
+  void swap(Ring& o) noexcept {
+    std::swap(buf_, o.buf_);
+    std::swap(head_, o.head_);
+    std::swap(n_, o.n_);
+    std::swap(cap_, o.cap_);
+  }
+  bool empty() const { return n_ == 0; }
+  std::size_t size() const { return n_; }
+  T& front() { return buf_[head_]; }
+  T& operator[](std::size_t i) { return buf_[(head_ + i) & (cap_ - 1)]; }
+  const T& operator[](std::size_t i) const { return buf_[(head_ + i) & (cap_ - 1)]; }
+  void push_back(T v) {
+    if (n_ == cap_) grow();
+    buf_[(head_ + n_) & (cap_ - 1)] = std::move(v);
+    ++n_;
+  }
+  void pop_front() {
+    buf_[head_] = T();  // drops what it holds now (a request's last reference, a receive's SGE list)
+    head_ = (head_ + 1) & (cap_ - 1);
+    --n_;
+  }
+  void clear() {
+    while (n_) pop_front();
+  }
+  struct Iter {
+    const Ring* r;
+    std::size_t i;
+    const T& operator*() const { return (*r)[i]; }
+    Iter& operator++() {
+      ++i;
+      return *this;
+    }
+    bool operator!=(const Iter& o) const { return i != o.i; }
+  };
+  Iter begin() const { return {this, 0}; }
+  Iter end() const { return {this, n_}; }
+
+ private:
+  void grow() {
+    const std::uint32_t cap = cap_ ? 2 * cap_ : 4;
+    T* buf = new T[cap];
+    for (std::uint32_t i = 0; i < n_; ++i) buf[i] = std::move((*this)[i]);
+    delete[] buf_;
+    buf_ = buf;
+    head_ = 0;
+    cap_ = cap;
+  }
+  T* buf_ = nullptr;
+  std::uint32_t head_ = 0, n_ = 0, cap_ = 0;
+};
+
 // One send request on its way. Phase 0 carries the request (and a write's or send's data) to
 // the responder; phase 1 carries a read's data or an atomic's old value back, or the ACK of a
 // write/send in the calibrated model.
@@ -284,19 +350,10 @@ struct WakeUp {
   }
 };
 
-// A rank's NIC, and how its actor waits.
-struct Nic {
-  int rank = 0;
-  std::vector<SimQp*> qps;
-  double next_issue = 0;         // message-rate gate
-  std::uint64_t tx_bytes = 0;    // payload bytes this rank has sent (for samples)
-  std::vector<OpPtr> incoming;   // requests of other ranks whose phase 0 is on its way here (host to host)
-  // Its inbox transfers that ended while its wait was not on them (the responder saw the end, or
-  // another end at the same instant answered the wait). SimGrid 3.32 keeps a transfer in its
-  // sender's list of activities until the sender waits on it, and searches that list linearly at
-  // every end: unreaped, the list grew by about one entry per step and made each transfer cost
-  // O(ranks) in a ring. The rank waits on them (they are over: no blocking) before its next wait.
-  std::vector<sg4::CommPtr> unreaped;
+// A rank's NIC, and how its actor waits. What every wait touches comes first, in whole cache lines
+// (the NIC, its QPs and CQs are each touched once or twice per transfer, cold: the other ranks ran
+// in between).
+struct alignas(64) Nic {
   // The rank's inbox: receives it keeps waiting there (in posting order, which is the order the
   // mailbox matches them in), each with the request whose transfer matched it.
   struct InboxRecv {
@@ -305,16 +362,28 @@ struct Nic {
     std::uint64_t gen = 0;
   };
   static constexpr int kInboxDepth = 1;  // unmatched receives kept waiting
-  sg4::Mailbox* inbox = nullptr;
-  std::deque<InboxRecv> gets;
+  std::vector<SimQp*> qps;
+  std::vector<InboxRecv> gets;
+  std::uint64_t epoch = 0;       // which wait it is in
   int unmatched = 0;
   bool exiting = false;          // the rank's code has returned: nothing new comes to its inbox
-  std::uint64_t epoch = 0;       // which wait it is in
   WakeUp wake;                   // in every wait of the rank's actor (wait_any)
-  double alarm_at = std::numeric_limits<double>::infinity();  // its live entry in World::alarms
   // Reused by each wait.
   std::vector<sg4::ActivityPtr> set;
   std::vector<OpPtr> owners;
+  std::vector<OpPtr> launch_now;  // its requests posted since its last wait, due at once (start_op)
+  // Its inbox transfers that ended while its wait was not on them (the responder saw the end, or
+  // another end at the same instant answered the wait). SimGrid 3.32 keeps a transfer in its
+  // sender's list of activities until the sender waits on it, and searches that list linearly at
+  // every end: unreaped, the list grew by about one entry per step and made each transfer cost
+  // O(ranks) in a ring. The rank waits on them (they are over: no blocking) before its next wait.
+  std::vector<sg4::CommPtr> unreaped;
+  sg4::Mailbox* inbox = nullptr;
+  double alarm_at = std::numeric_limits<double>::infinity();  // its live entry in World::alarms
+  std::vector<OpPtr> incoming;   // requests of other ranks whose phase 0 is on its way here (host to host)
+  double next_issue = 0;         // message-rate gate
+  std::uint64_t tx_bytes = 0;    // payload bytes this rank has sent (for samples)
+  int rank = 0;
 };
 
 struct World {
@@ -419,15 +488,14 @@ struct World {
   }
 };
 
-class SimCq final : public CompletionQueue {
+class alignas(64) SimCq final : public CompletionQueue {
  public:
-  SimCq(World& w, int rank, std::uint32_t cap) : w_(w), rank_(rank), cap_(cap) {}
+  SimCq(World& w, int rank, std::uint32_t cap) : cap_(cap), rank_(rank), w_(w) {}
   std::uint32_t capacity() const override { return cap_; }
   Result<std::size_t> poll(std::span<Completion> out) override { return take(out); }
   Result<std::size_t> wait(std::span<Completion> out, double timeout_s) override;
   bool push(const Completion& wc, SimQp* qp, std::uint64_t seq, bool send_side);
   int rank() const { return rank_; }
-  std::set<SimQp*> users;
 
  private:
   struct Entry {
@@ -437,17 +505,20 @@ class SimCq final : public CompletionQueue {
     bool send_side;
   };
   Result<std::size_t> take(std::span<Completion> out);
-  World& w_;
-  int rank_;
-  std::uint32_t cap_;
-  std::deque<Entry> q_;
+  Ring<Entry> q_;
   bool overflowed_ = false;
+  std::uint32_t cap_;
+  int rank_;
+  World& w_;
+
+ public:
+  std::set<SimQp*> users;
 };
 
-class SimQp final : public QueuePair {
+class alignas(64) SimQp final : public QueuePair {
  public:
   SimQp(World& w, const void* pd, int rank, std::uint32_t qpn, SimCq& scq, SimCq& rcq, QpCaps caps)
-      : w_(w), pd_(pd), rank_(rank), qpn_(qpn), scq_(scq), rcq_(rcq), caps_(caps) {
+      : qpn_(qpn), rank_(rank), scq_(scq), rcq_(rcq), pd_(pd), w_(w), caps_(caps) {
     w_.qps.put(qpn_, this);
     scq_.users.insert(this);
     rcq_.users.insert(this);
@@ -465,7 +536,7 @@ class SimQp final : public QueuePair {
   }
 
   void cancel_inflight() {
-    std::deque<OpPtr> ops;
+    Ring<OpPtr> ops;
     ops.swap(inflight_);
     for (auto& op : ops) op->dead = true;
     for (auto& op : ops)
@@ -509,7 +580,7 @@ class SimQp final : public QueuePair {
     flush_all();
   }
   void flush_all() {
-    std::deque<OpPtr> ops;
+    Ring<OpPtr> ops;
     ops.swap(inflight_);
     for (auto& op : ops) {
       op->dead = true;
@@ -538,18 +609,19 @@ class SimQp final : public QueuePair {
     scq_.push(wc, this, op.seq, true);
   }
 
-  World& w_;
-  const void* pd_;
-  int rank_;
+  // What a transfer touches first, in the QP's first cache line.
   std::uint32_t qpn_;
+  int rank_;
+  std::uint64_t posted_ = 0, retired_ = 0;
+  Ring<OpPtr> inflight_;
+  QpState state_ = QpState::reset;
+  Ring<PendingRecv> rq_;
   SimCq& scq_;
   SimCq& rcq_;
-  QpCaps caps_;
-  QpState state_ = QpState::reset;
+  const void* pd_;
+  World& w_;
   QpConnectAttr conn_;
-  std::deque<OpPtr> inflight_;
-  std::deque<PendingRecv> rq_;
-  std::uint64_t posted_ = 0, retired_ = 0;
+  QpCaps caps_;
 
  private:
   Status transition(QpState from, QpState to, const QpConnectAttr* attr) {
@@ -680,10 +752,12 @@ void start_op(World& w, Op& op) {
   const double issue = std::max(now, nic.next_issue);
   nic.next_issue = issue + w.model.nic.message_overhead_s;
   const double at = issue + (w.model.nic_latency_in_routes ? 0.0 : 2 * w.model.nic.nic_latency_s);
-  if (at > now)
-    op.timer_at = at;
-  else
-    launch_phase(w, op);
+  op.timer_at = std::max(at, now);
+  // Due now: started by the rank's next wait, before anything else it does there (no simulated
+  // time passes until it waits). Starting a transfer is an s4u call, after which the rank's state
+  // is cold (every other rank ran meanwhile): from the wait, the rank goes on to its other s4u
+  // calls and its wait at once instead of first walking back through the post and its caller.
+  if (at <= now) nic.launch_now.push_back(op.shared_from_this());
 }
 
 void deliver_recv(SimQp* peer, const Completion& wc) { peer->rcq_.push(wc, peer, 0, false); }
@@ -902,6 +976,15 @@ Status progress(World& w, int rank, double deadline, Done done) {
   Nic& nic = *w.nics[static_cast<std::size_t>(rank)];
   std::vector<OpPtr> due;
   while (true) {
+    if (!nic.launch_now.empty()) {  // s4u calls, as below
+      due.swap(nic.launch_now);
+      for (auto& op : due)
+        if (!op->dead && !op->done && op->timer_at >= 0 && op->timer_at <= sg4::Engine::get_clock()) {
+          op->timer_at = -1;
+          launch_phase(w, *op);
+        }
+      due.clear();
+    }
     while (nic.unmatched < Nic::kInboxDepth && !nic.exiting) {
       // Receives for the inbox (s4u calls: others run meanwhile; everything is looked at after).
       Nic::InboxRecv& g = nic.gets.emplace_back();
