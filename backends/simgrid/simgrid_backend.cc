@@ -1,7 +1,8 @@
 // The SimGrid backend: every rank is an s4u actor on a host of a modelled cluster.
 //
-// How a request becomes simulated time: post_send validates the request and starts its first
-// transfer at once, or when the NIC's message-rate gate allows: through the responder's inbox (a
+// How a request becomes simulated time: post_send validates the request, and its first transfer
+// starts at that simulated instant (when the rank next waits: no time passes before it does), or
+// when the NIC's message-rate gate allows: through the responder's inbox (a
 // mailbox where every rank keeps receives waiting) when it goes between the two ranks' own hosts,
 // otherwise as a host-to-host communication (Comm::sendto_async). There is no actor per NIC: a rank that blocks (waiting on a CQ or a
 // byte, computing, in a barrier) waits on its own transfers in flight and on those coming to it
@@ -31,7 +32,6 @@
 #include <cstdio>
 #include <csignal>
 #include <cstring>
-#include <deque>
 #include <functional>
 #include <limits>
 #include <map>
