@@ -35,6 +35,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -170,15 +171,16 @@ class SgeList {
   SgeList() = default;
   explicit SgeList(std::span<const Sge> s) { assign(s); }
   void assign(std::span<const Sge> s) {
-    n_ = s.size();
+    n_ = static_cast<std::uint32_t>(s.size());
     if (n_ <= kInline) {
       std::copy(s.begin(), s.end(), inline_.begin());
-      heap_.clear();
+      heap_.reset();
     } else {
-      heap_.assign(s.begin(), s.end());
+      heap_ = std::make_unique<Sge[]>(n_);
+      std::copy(s.begin(), s.end(), heap_.get());
     }
   }
-  const Sge* begin() const { return n_ <= kInline ? inline_.data() : heap_.data(); }
+  const Sge* begin() const { return n_ <= kInline ? inline_.data() : heap_.get(); }
   const Sge* end() const { return begin() + n_; }
   std::size_t size() const { return n_; }
   bool empty() const { return n_ == 0; }
@@ -188,11 +190,11 @@ class SgeList {
  private:
   static constexpr std::size_t kInline = 2;
   std::array<Sge, kInline> inline_{};
-  std::vector<Sge> heap_;
-  std::size_t n_ = 0;
+  std::unique_ptr<Sge[]> heap_;
+  std::uint32_t n_ = 0;
 };
 
-struct PendingRecv {
+struct alignas(64) PendingRecv {  // one cache line each in a QP's receive queue
   std::uint64_t wr_id = 0;
   SgeList sges;
 };
@@ -498,7 +500,7 @@ class alignas(64) SimCq final : public CompletionQueue {
   int rank() const { return rank_; }
 
  private:
-  struct Entry {
+  struct alignas(64) Entry {  // one cache line each
     Completion wc;
     SimQp* qp;
     std::uint64_t seq;
@@ -976,14 +978,17 @@ Status progress(World& w, int rank, double deadline, Done done) {
   Nic& nic = *w.nics[static_cast<std::size_t>(rank)];
   std::vector<OpPtr> due;
   while (true) {
-    if (!nic.launch_now.empty()) {  // s4u calls, as below
-      due.swap(nic.launch_now);
-      for (auto& op : due)
-        if (!op->dead && !op->done && op->timer_at >= 0 && op->timer_at <= sg4::Engine::get_clock()) {
-          op->timer_at = -1;
-          launch_phase(w, *op);
+    if (!nic.launch_now.empty()) {
+      // s4u calls, as below; only this rank's actor adds to the list (its posts), and it keeps
+      // its capacity from step to step.
+      for (std::size_t i = 0; i < nic.launch_now.size(); ++i) {
+        Op& op = *nic.launch_now[i];
+        if (!op.dead && !op.done && op.timer_at >= 0 && op.timer_at <= sg4::Engine::get_clock()) {
+          op.timer_at = -1;
+          launch_phase(w, op);
         }
-      due.clear();
+      }
+      nic.launch_now.clear();
     }
     while (nic.unmatched < Nic::kInboxDepth && !nic.exiting) {
       // Receives for the inbox (s4u calls: others run meanwhile; everything is looked at after).
