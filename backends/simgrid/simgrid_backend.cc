@@ -747,6 +747,14 @@ void launch_phase(World& w, Op& op) {
   if (rn.wake.can_fire() && !(op.req_epoch == rn.epoch && op.req_gen + 1 == op.gen)) rn.wake.fire();
 }
 
+// Starts the current phase of a request whose start time has come, unless it was dropped or
+// ended meanwhile.
+void launch_if_due(World& w, Op& op) {
+  if (op.dead || op.done || op.timer_at < 0 || op.timer_at > sg4::Engine::get_clock()) return;
+  op.timer_at = -1;
+  launch_phase(w, op);
+}
+
 // Schedules phase 0 of a new request through the NIC's message-rate gate and latency.
 void start_op(World& w, Op& op) {
   Nic& nic = *w.nics[static_cast<std::size_t>(op.qp->rank_)];
@@ -981,13 +989,7 @@ Status progress(World& w, int rank, double deadline, Done done) {
     if (!nic.launch_now.empty()) {
       // s4u calls, as below; only this rank's actor adds to the list (its posts), and it keeps
       // its capacity from step to step.
-      for (std::size_t i = 0; i < nic.launch_now.size(); ++i) {
-        Op& op = *nic.launch_now[i];
-        if (!op.dead && !op.done && op.timer_at >= 0 && op.timer_at <= sg4::Engine::get_clock()) {
-          op.timer_at = -1;
-          launch_phase(w, op);
-        }
-      }
+      for (std::size_t i = 0; i < nic.launch_now.size(); ++i) launch_if_due(w, *nic.launch_now[i]);
       nic.launch_now.clear();
     }
     while (nic.unmatched < Nic::kInboxDepth && !nic.exiting) {
@@ -1035,11 +1037,7 @@ Status progress(World& w, int rank, double deadline, Done done) {
         }
       }
     if (!due.empty()) {
-      for (auto& op : due)
-        if (!op->dead && !op->done && op->timer_at >= 0) {
-          op->timer_at = -1;
-          launch_phase(w, *op);
-        }
+      for (auto& op : due) launch_if_due(w, *op);
       continue;
     }
     if (now >= deadline) return Status(Errc::timeout, "deadline");
