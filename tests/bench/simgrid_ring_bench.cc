@@ -1,27 +1,30 @@
 // Scale of the SimGrid backend: a ring exchange of BYTES over P ranks on a two-level fat tree,
-// 2(P-1) steps of BYTES/P chunks (as a ring all-reduce moves data), run three times in the same
-// benchmark: through rdmalab's contract (write with immediate, phantom memory), and as two plain
+// 2(P-1) steps of BYTES/P chunks (as a ring all-reduce moves data), run four ways in the same
+// benchmark: through rdmalab's contract (write with immediate, phantom memory), and as three plain
 // s4u programs making the same transfers with no rdmalab in between: one with mailbox
 // rendezvous (put/get), one with host-to-host transfers (Comm::sendto_async, a semaphore per rank
-// to learn that the incoming transfer exists). Prints wall time, transfers per second, peak
-// memory and the ratios.
+// to learn that the incoming transfer exists), and one with mailbox rendezvous waited on as a
+// completion queue must be (wait_any over the transfer, a receive posted ahead and a wake-up
+// Exec). Prints wall time, transfers per second, peak memory and the ratios.
 //
-// Why two: SimGrid 3.32 detaches every sendto_async transfer into one engine-wide list that is
+// Why these: SimGrid 3.32 detaches every sendto_async transfer into one engine-wide list that is
 // searched linearly whenever a transfer ends, so its cost per transfer grows with the number in
 // flight (about one per rank here); mailbox transfers do not pay that. rdmalab sends a ring's
 // requests through mailboxes (each rank's inbox), so the put/get row is the one to compare with
-// (the target); the sendto row shows what the other primitive would cost.
+// (the target); the sendto row shows what the other primitive would cost; the wait_any row is
+// SimGrid's own cost of the way rdmalab has to wait, with none of rdmalab's state (the floor).
 //
-//   build/bench/simgrid_ring_bench [RANKS [BYTES [plain|sendto|rdmalab|all|pair]]] [--progress]
-//                                  [--rounds N]
-//   e.g. 1024 1GiB, 8192 1GiB rdmalab, 1024 1GiB pair --rounds 3
+//   build/bench/simgrid_ring_bench [RANKS [BYTES [PROGRAMS]]] [--progress] [--rounds N]
+//   PROGRAMS: all (the default), pair (plain,rdmalab), or a comma-separated list of plain,
+//             sendto, waitany and rdmalab
+//   e.g. 1024 1GiB, 8192 1GiB rdmalab, 1024 1GiB plain,waitany,rdmalab --rounds 5
 //
-// A third argument runs only that side (for profiling, and for scales where the sendto program
-// is too slow to wait for). Progress (simulated time reached, transfers, rate since the start) is
+// Running one program alone is for profiling, and for scales where the sendto program is too
+// slow to wait for. Progress (simulated time reached, transfers, rate since the start) is
 // written to stderr about once a second when stderr is a terminal, or always with --progress.
-// `pair` runs the put/get program and rdmalab only; --rounds N runs the chosen programs N times,
-// alternating, and prints the minimum and median of each (this machine's timings swing by 20 % and
-// more from run to run: only runs made side by side are compared).
+// --rounds N runs the chosen programs N times, alternating, and prints the minimum and median of
+// each (this machine's timings swing by 20 % and more from run to run: only runs made side by side
+// are compared).
 #include <fmt/format.h>
 #include <simgrid/s4u.hpp>
 #include <sys/resource.h>
@@ -212,6 +215,59 @@ Outcome run_plain_s4u(const Scenario& sc, int ranks, std::uint64_t chunk) {
   });
 }
 
+// Mailbox rendezvous waited on the way rdmalab's backend has to wait for a completion queue, with
+// none of rdmalab's state: SimGrid 3.32's own cost of that wait, the floor under rdmalab's. A rank
+// keeps one receive posted ahead (a request can arrive before its CQ is waited on), and each wait is
+// one wait_any over its transfer in flight, that receive and a suspended Exec by which another rank
+// could wake it (no one does here); a step ends when its send has ended and one transfer has
+// arrived, as a CQ wait returns each completion as it comes. Four simcalls per step, as both the
+// other programs make.
+Outcome run_plain_waitany(const Scenario& sc, int ranks, std::uint64_t chunk) {
+  return run_plain(sc, ranks, "plain-waitany", [&](const std::vector<sim::RankEndpoints>&) {
+    struct Rank {
+      sg4::Mailbox* box = nullptr;
+      sg4::CommPtr ahead;  // the receive posted ahead
+      sg4::ExecPtr wake;
+      int arrived = 0;  // transfers arrived and not yet counted by a step
+    };
+    auto rs = std::make_shared<std::vector<Rank>>(static_cast<std::size_t>(ranks));
+    for (int r = 0; r < ranks; ++r) (*rs)[static_cast<std::size_t>(r)].box = sg4::Mailbox::by_name(fmt::format("ring-{}", r));
+    const int steps = 2 * (ranks - 1);
+    return [rs, ranks, chunk, steps](int r, int step) {
+      static int token = 0;
+      static void* sink = nullptr;
+      Rank& me = (*rs)[static_cast<std::size_t>(r)];
+      if (!me.wake) {
+        me.wake = sg4::this_actor::exec_init(0);
+        me.wake->start();
+        me.wake->suspend();
+      }
+      if (!me.ahead) me.ahead = me.box->get_async(&sink);
+      sg4::CommPtr s = (*rs)[static_cast<std::size_t>((r + 1) % ranks)].box->put_async(&token, chunk);
+      std::vector<sg4::ActivityPtr> set;
+      while (s || me.arrived == 0) {
+        set.clear();
+        if (s) set.push_back(s);
+        if (me.ahead) set.push_back(me.ahead);
+        set.push_back(me.wake);
+        const auto i = static_cast<std::size_t>(sg4::Activity::wait_any(set));
+        if (set[i] == s) {
+          s = nullptr;
+        } else if (set[i] == me.ahead) {
+          ++me.arrived;
+          // The next step's receive, unless this rank has received its last transfer.
+          me.ahead = step + me.arrived < steps ? me.box->get_async(&sink) : nullptr;
+        }
+      }
+      --me.arrived;
+      if (step + 1 == steps) {
+        me.wake->cancel();
+        me.wake = nullptr;
+      }
+    };
+  });
+}
+
 // Host-to-host transfers, as rdmalab's backend makes them; incoming[r][step % 2] is the transfer
 // rank r-1 started to r at that step, and arrived[r] counts them.
 Outcome run_plain_sendto(const Scenario& sc, int ranks, std::uint64_t chunk) {
@@ -300,12 +356,23 @@ int main(int argc_in, char** argv_in) {
     }
     bytes = *b;
   }
-  std::string only = argc > 3 ? argv[3] : "";
-  if (only == "all") only.clear();
-  if (!only.empty() && only != "plain" && only != "sendto" && only != "rdmalab" && only != "pair") {
-    fmt::print(stderr, "simgrid_ring_bench: the third argument is plain, sendto, rdmalab, pair or all, not '{}'\n", only);
-    return 2;
+  // Which programs run: a comma-separated list of plain, sendto, waitany and rdmalab, or all, or
+  // pair (plain,rdmalab).
+  std::string which = argc > 3 ? argv[3] : "all";
+  if (which == "all") which = "plain,sendto,waitany,rdmalab";
+  if (which == "pair") which = "plain,rdmalab";
+  std::vector<std::string> chosen;
+  for (std::size_t at = 0; at <= which.size();) {
+    std::size_t comma = std::min(which.find(',', at), which.size());
+    std::string name = which.substr(at, comma - at);
+    if (name != "plain" && name != "sendto" && name != "waitany" && name != "rdmalab") {
+      fmt::print(stderr, "simgrid_ring_bench: the third argument is all, pair, or a comma-separated list of plain, sendto, waitany and rdmalab; '{}' is none of them\n", name);
+      return 2;
+    }
+    chosen.push_back(name);
+    at = comma + 1;
   }
+  auto runs = [&](const char* name) { return std::find(chosen.begin(), chosen.end(), name) != chosen.end(); };
   if (ranks < 2) {
     fmt::print(stderr, "simgrid_ring_bench: RANKS must be at least 2\n");
     return 2;
@@ -330,9 +397,10 @@ int main(int argc_in, char** argv_in) {
     std::vector<Measured> got;
   };
   std::vector<Side> sides;
-  if (only.empty() || only == "plain" || only == "pair") sides.push_back({"s4u put/get", [&] { return run_plain_s4u(*sc, ranks, chunk); }, {}});
-  if (only.empty() || only == "sendto") sides.push_back({"s4u sendto", [&] { return run_plain_sendto(*sc, ranks, chunk); }, {}});
-  if (only.empty() || only == "rdmalab" || only == "pair") sides.push_back({"rdmalab", [&] { return run_rdmalab(*sc, ranks, chunk); }, {}});
+  if (runs("plain")) sides.push_back({"s4u put/get", [&] { return run_plain_s4u(*sc, ranks, chunk); }, {}});
+  if (runs("sendto")) sides.push_back({"s4u sendto", [&] { return run_plain_sendto(*sc, ranks, chunk); }, {}});
+  if (runs("waitany")) sides.push_back({"s4u wait_any", [&] { return run_plain_waitany(*sc, ranks, chunk); }, {}});
+  if (runs("rdmalab")) sides.push_back({"rdmalab", [&] { return run_rdmalab(*sc, ranks, chunk); }, {}});
   bool ok = true;
   for (int round = 0; round < g_rounds; ++round)
     for (auto& side : sides) {
@@ -356,27 +424,29 @@ int main(int argc_in, char** argv_in) {
       fmt::print("  {:<12} {} rounds: exchange min {:>8.3f} s  median {:>8.3f} s   whole run min {:>8.3f} s  median {:>8.3f} s   peak RSS {:>8.1f} MiB\n",
                  side.name, g_rounds, emin, emed, wmin, wmed, side.got.back().peak_mib);
     }
-  const Side* put_get = nullptr;
-  const Side* sendto = nullptr;
-  const Side* ours = nullptr;
-  for (const auto& side : sides) {
-    if (std::strcmp(side.name, "s4u put/get") == 0) put_get = &side;
-    if (std::strcmp(side.name, "s4u sendto") == 0) sendto = &side;
-    if (std::strcmp(side.name, "rdmalab") == 0) ours = &side;
-  }
-  auto ratio = [&](const Side* ref, const char* label, const char* note) {
-    if (!ref || !ours || !ok) return;
-    auto [omin, omed] = stat(*ours, whole);
+  auto find = [&](const char* name) -> const Side* {
+    for (const auto& side : sides)
+      if (std::strcmp(side.name, name) == 0) return &side;
+    return nullptr;
+  };
+  const Side* put_get = find("s4u put/get");
+  const Side* ours = find("rdmalab");
+  // `side` against `ref`: wall time of the whole run and of the exchange, min and median.
+  auto ratio = [&](const Side* side, const Side* ref, const char* label, const char* note) {
+    if (!ref || !side || !ok) return;
+    auto [omin, omed] = stat(*side, whole);
     auto [rmin, rmed] = stat(*ref, whole);
-    auto [oemin, oemed] = stat(*ours, exchange);
+    auto [oemin, oemed] = stat(*side, exchange);
     auto [remin, remed] = stat(*ref, exchange);
     if (g_rounds == 1)
-      fmt::print("  rdmalab / {} wall time: {:.3f}x (exchange {:.3f}x){}\n", label, omin / rmin, oemin / remin, note);
+      fmt::print("  {} wall time: {:.3f}x (exchange {:.3f}x){}\n", label, omin / rmin, oemin / remin, note);
     else
-      fmt::print("  rdmalab / {} wall time: min {:.3f}x median {:.3f}x (exchange: min {:.3f}x median {:.3f}x){}\n", label, omin / rmin, omed / rmed,
+      fmt::print("  {} wall time: min {:.3f}x median {:.3f}x (exchange: min {:.3f}x median {:.3f}x){}\n", label, omin / rmin, omed / rmed,
                  oemin / remin, oemed / remed, note);
   };
-  ratio(put_get, "s4u put/get", "   (rdmalab's overhead over plain s4u; target <= 1.25)");
-  ratio(sendto, "s4u sendto ", "");
+  ratio(ours, put_get, "rdmalab / s4u put/get", "   (rdmalab's overhead over plain s4u; target <= 1.25)");
+  ratio(ours, find("s4u sendto"), "rdmalab / s4u sendto ", "");
+  ratio(find("s4u wait_any"), put_get, "s4u wait_any / put/get", "   (SimGrid's own cost of waiting as a CQ must: the floor under rdmalab)");
+  ratio(ours, find("s4u wait_any"), "rdmalab / s4u wait_any", "   (rdmalab's own state and bookkeeping)");
   return ok ? 0 : 1;
 }
