@@ -134,7 +134,10 @@ Outcome run_rdmalab(const Scenario& sc, int ranks, std::uint64_t chunk) {
     RDMALAB_TRY(from_prev->post_recv(std::span<const RecvWr>(&rwr, 1)));
     RDMALAB_TRY(env.boot.barrier());
     const double t0 = wall_now();
-    int got = 0;  // completions seen and not yet used; a wait may return the next step's receive too
+    // A step ends when its own send has completed and its receive has arrived, as in the plain
+    // programs (counting any two completions would let a rank whose next receive came early start
+    // its next send before its last one ended: another timeline, with more transfers at once).
+    int sent = 0, received = 0;
     for (int step = 0; step < steps; ++step) {
       if (step + 1 < steps) RDMALAB_TRY(from_prev->post_recv(std::span<const RecvWr>(&rwr, 1)));
       SendWr wr;
@@ -144,13 +147,13 @@ Outcome run_rdmalab(const Scenario& sc, int ranks, std::uint64_t chunk) {
       wr.rkey = dst.rkey;
       wr.imm = static_cast<std::uint32_t>(step);
       RDMALAB_TRY(to_next->post_send(std::span<const SendWr>(&wr, 1)));
-      while (got < 2) {
+      while (sent <= step || received <= step) {
         RDMALAB_ASSIGN(std::size_t n, cq->wait(wc, 3600.0));
-        for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t i = 0; i < n; ++i) {
           if (wc[i].status != WcStatus::success) return Status(Errc::transport, wc_status_str(wc[i].status));
-        got += static_cast<int>(n);
+          ++(wc[i].opcode == WcOpcode::recv_rdma_with_imm ? received : sent);
+        }
       }
-      got -= 2;  // this step's send and receive
     }
     RDMALAB_TRY(env.boot.barrier());
     if (env.rank == 0) {
