@@ -411,6 +411,16 @@ int main(int argc_in, char** argv_in) {
       if (g_rounds == 1) row(side.name, side.got.back());
       ok = ok && side.got.back().o.transfers > 0;
     }
+  // The ratios compare the same transfers on the same timeline: every program must reach the same
+  // simulated time (the model is deterministic; a difference means one program's ranks moved on
+  // other dependencies than the ring's, and its wall time would be measured on another workload).
+  for (const auto& side : sides)
+    for (const auto& m : side.got)
+      if (ok && std::abs(m.o.simulated_s - sides.front().got.front().o.simulated_s) > 1e-12) {
+        fmt::print(stderr, "simgrid_ring_bench: {} reached {:.9f} s of simulated time, {} {:.9f} s: not the same timeline\n", side.name,
+                   m.o.simulated_s, sides.front().name, sides.front().got.front().o.simulated_s);
+        ok = false;
+      }
   // Minimum and median of the exchange's and the whole run's wall time, over the rounds.
   auto stat = [](const Side& side, auto field) {
     std::vector<double> v;
