@@ -359,23 +359,6 @@ int main(int argc_in, char** argv_in) {
     }
     bytes = *b;
   }
-  // Which programs run: a comma-separated list of plain, sendto, waitany and rdmalab, or all, or
-  // pair (plain,rdmalab).
-  std::string which = argc > 3 ? argv[3] : "all";
-  if (which == "all") which = "plain,sendto,waitany,rdmalab";
-  if (which == "pair") which = "plain,rdmalab";
-  std::vector<std::string> chosen;
-  for (std::size_t at = 0; at <= which.size();) {
-    std::size_t comma = std::min(which.find(',', at), which.size());
-    std::string name = which.substr(at, comma - at);
-    if (name != "plain" && name != "sendto" && name != "waitany" && name != "rdmalab") {
-      fmt::print(stderr, "simgrid_ring_bench: the third argument is all, pair, or a comma-separated list of plain, sendto, waitany and rdmalab; '{}' is none of them\n", name);
-      return 2;
-    }
-    chosen.push_back(name);
-    at = comma + 1;
-  }
-  auto runs = [&](const char* name) { return std::find(chosen.begin(), chosen.end(), name) != chosen.end(); };
   if (ranks < 2) {
     fmt::print(stderr, "simgrid_ring_bench: RANKS must be at least 2\n");
     return 2;
@@ -386,24 +369,47 @@ int main(int argc_in, char** argv_in) {
     fmt::print(stderr, "simgrid_ring_bench: {}\n", sc.status().message());
     return 2;
   }
-  fmt::print("ring exchange of {} over {} ranks: {} steps of {} chunks, {} transfers, two-level fat tree 400Gbps 1us\n",
-             units::format_size(bytes), ranks, 2 * (ranks - 1), units::format_size(chunk),
-             2ull * static_cast<std::uint64_t>(ranks - 1) * static_cast<std::uint64_t>(ranks));
   auto row = [](const char* name, const Measured& m) {
     fmt::print("  {:<12} simulated {:>10.6f} s   wall {:>8.2f} s (exchange {:>8.2f} s)   {:>10.0f} transfers/s   peak RSS {:>8.1f} MiB\n", name,
                m.o.simulated_s, m.wall_s, m.o.exchange_wall_s, m.wall_s > 0 ? static_cast<double>(m.o.transfers) / m.wall_s : 0.0, m.peak_mib);
   };
-  // The programs this run makes, in the order each round runs them.
+  // The programs, in the order each round runs them: the key that names one on the command line,
+  // the name it is printed with, and how it runs.
   struct Side {
+    const char* key;
     const char* name;
     std::function<Outcome()> run;
     std::vector<Measured> got;
   };
+  std::vector<Side> programs = {
+      {"plain", "s4u put/get", [&] { return run_plain_s4u(*sc, ranks, chunk); }, {}},
+      {"sendto", "s4u sendto", [&] { return run_plain_sendto(*sc, ranks, chunk); }, {}},
+      {"waitany", "s4u wait_any", [&] { return run_plain_waitany(*sc, ranks, chunk); }, {}},
+      {"rdmalab", "rdmalab", [&] { return run_rdmalab(*sc, ranks, chunk); }, {}},
+  };
+  // Which of them run: all, pair (plain,rdmalab), or a comma-separated list of keys.
+  std::string which = argc > 3 ? argv[3] : "all";
+  if (which == "pair") which = "plain,rdmalab";
+  std::vector<std::string> chosen;
+  for (std::size_t at = 0; which != "all" && at <= which.size();) {
+    const std::size_t comma = std::min(which.find(',', at), which.size());
+    chosen.push_back(which.substr(at, comma - at));
+    at = comma + 1;
+  }
   std::vector<Side> sides;
-  if (runs("plain")) sides.push_back({"s4u put/get", [&] { return run_plain_s4u(*sc, ranks, chunk); }, {}});
-  if (runs("sendto")) sides.push_back({"s4u sendto", [&] { return run_plain_sendto(*sc, ranks, chunk); }, {}});
-  if (runs("waitany")) sides.push_back({"s4u wait_any", [&] { return run_plain_waitany(*sc, ranks, chunk); }, {}});
-  if (runs("rdmalab")) sides.push_back({"rdmalab", [&] { return run_rdmalab(*sc, ranks, chunk); }, {}});
+  std::string keys;
+  for (const auto& p : programs) keys += fmt::format("{}{}", keys.empty() ? "" : ", ", p.key);
+  for (const auto& key : chosen)
+    if (std::none_of(programs.begin(), programs.end(), [&](const Side& p) { return key == p.key; })) {
+      fmt::print(stderr, "simgrid_ring_bench: the third argument is all, pair, or a comma-separated list of {}; '{}' is none of them\n", keys, key);
+      return 2;
+    }
+  for (auto& p : programs)
+    if (chosen.empty() || std::find(chosen.begin(), chosen.end(), p.key) != chosen.end()) sides.push_back(std::move(p));
+
+  fmt::print("ring exchange of {} over {} ranks: {} steps of {} chunks, {} transfers, two-level fat tree 400Gbps 1us\n",
+             units::format_size(bytes), ranks, 2 * (ranks - 1), units::format_size(chunk),
+             2ull * static_cast<std::uint64_t>(ranks - 1) * static_cast<std::uint64_t>(ranks));
   bool ok = true;
   for (int round = 0; round < g_rounds; ++round)
     for (auto& side : sides) {
@@ -414,11 +420,12 @@ int main(int argc_in, char** argv_in) {
   // The ratios compare the same transfers on the same timeline: every program must reach the same
   // simulated time (the model is deterministic; a difference means one program's ranks moved on
   // other dependencies than the ring's, and its wall time would be measured on another workload).
+  const double reference = sides.front().got.front().o.simulated_s;
   for (const auto& side : sides)
     for (const auto& m : side.got)
-      if (ok && std::abs(m.o.simulated_s - sides.front().got.front().o.simulated_s) > 1e-12) {
+      if (ok && std::abs(m.o.simulated_s - reference) > 1e-12) {
         fmt::print(stderr, "simgrid_ring_bench: {} reached {:.9f} s of simulated time, {} {:.9f} s: not the same timeline\n", side.name,
-                   m.o.simulated_s, sides.front().name, sides.front().got.front().o.simulated_s);
+                   m.o.simulated_s, sides.front().name, reference);
         ok = false;
       }
   // Minimum and median of the exchange's and the whole run's wall time, over the rounds.
@@ -437,12 +444,12 @@ int main(int argc_in, char** argv_in) {
       fmt::print("  {:<12} {} rounds: exchange min {:>8.3f} s  median {:>8.3f} s   whole run min {:>8.3f} s  median {:>8.3f} s   peak RSS {:>8.1f} MiB\n",
                  side.name, g_rounds, emin, emed, wmin, wmed, side.got.back().peak_mib);
     }
-  auto find = [&](const char* name) -> const Side* {
+  auto find = [&](const char* key) -> const Side* {
     for (const auto& side : sides)
-      if (std::strcmp(side.name, name) == 0) return &side;
+      if (std::strcmp(side.key, key) == 0) return &side;
     return nullptr;
   };
-  const Side* put_get = find("s4u put/get");
+  const Side* put_get = find("plain");
   const Side* ours = find("rdmalab");
   // `side` against `ref`: wall time of the whole run and of the exchange, min and median.
   auto ratio = [&](const Side* side, const Side* ref, const char* label, const char* note) {
@@ -458,8 +465,8 @@ int main(int argc_in, char** argv_in) {
                  oemin / remin, oemed / remed, note);
   };
   ratio(ours, put_get, "rdmalab / s4u put/get", "   (rdmalab's overhead over plain s4u; target <= 1.25)");
-  ratio(ours, find("s4u sendto"), "rdmalab / s4u sendto ", "");
-  ratio(find("s4u wait_any"), put_get, "s4u wait_any / put/get", "   (SimGrid's own cost of waiting as a CQ must: the floor under rdmalab)");
-  ratio(ours, find("s4u wait_any"), "rdmalab / s4u wait_any", "   (rdmalab's own state and bookkeeping)");
+  ratio(ours, find("sendto"), "rdmalab / s4u sendto ", "");
+  ratio(find("waitany"), put_get, "s4u wait_any / put/get", "   (SimGrid's own cost of waiting as a CQ must: the floor under rdmalab)");
+  ratio(ours, find("waitany"), "rdmalab / s4u wait_any", "   (rdmalab's own state and bookkeeping)");
   return ok ? 0 : 1;
 }
