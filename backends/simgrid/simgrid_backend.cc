@@ -291,6 +291,8 @@ struct Op : std::enable_shared_from_this<Op> {
   int peer = -1;           // the responder's rank
   std::uint64_t gen = 0;   // transfers started so far (phases and RNR retries)
   bool incoming = false;   // listed in the responder's incoming transfers
+  bool listed = false;     // listed in its requester's NIC's transfers on the wire (Nic::own)
+  bool timed = false;      // listed in its requester's NIC's requests waiting for a start time
   bool via_inbox = false;  // the current transfer went through the responder's inbox (not detached)
   // The requester's and the responder's wait that included this request's transfer number gen:
   // a rank blocked in that wait wakes when the transfer ends and needs no other wake-up.
@@ -352,9 +354,11 @@ struct WakeUp {
   }
 };
 
-// A rank's NIC, and how its actor waits. What every wait touches comes first, in whole cache lines
-// (the NIC, its QPs and CQs are each touched once or twice per transfer, cold: the other ranks ran
-// in between).
+// A rank's NIC, and how its actor waits. At thousands of ranks every line a rank touches in a step
+// is cold (the other ranks ran in between), so the NIC keeps what a wait needs in a few lines: the
+// first is what another rank touches when it starts or ends a transfer with this one; the lists
+// after it are the wait's set, kept up to date as transfers start instead of found by walking every
+// QP's requests at each wait.
 struct alignas(64) Nic {
   // The rank's inbox: receives it keeps waiting there (in posting order, which is the order the
   // mailbox matches them in), each with the request whose transfer matched it.
@@ -364,15 +368,22 @@ struct alignas(64) Nic {
     std::uint64_t gen = 0;
   };
   static constexpr int kInboxDepth = 1;  // unmatched receives kept waiting
-  std::vector<SimQp*> qps;
-  std::vector<InboxRecv> gets;
-  std::uint64_t epoch = 0;       // which wait it is in
-  int unmatched = 0;
-  bool exiting = false;          // the rank's code has returned: nothing new comes to its inbox
   WakeUp wake;                   // in every wait of the rank's actor (wait_any)
-  // Reused by each wait.
-  std::vector<sg4::ActivityPtr> set;
-  std::vector<OpPtr> owners;
+  std::uint64_t epoch = 0;       // which wait it is in
+  std::uint64_t tx_bytes = 0;    // payload bytes this rank has sent (for samples)
+  sg4::Mailbox* inbox = nullptr;
+  int unmatched = 0;
+  int rank = 0;
+  bool exiting = false;          // the rank's code has returned: nothing new comes to its inbox
+  std::vector<InboxRecv> gets;
+  // Its requests whose current transfer is on the wire (added by launch_phase, whichever actor
+  // starts it; dropped by the rank's own wait once over), and those waiting for a start time
+  // (start_op, an RNR retry). Only the rank's own actor removes entries, so a wait's indices into
+  // them hold while others run.
+  std::vector<OpPtr> own;
+  std::vector<OpPtr> timed;
+  std::vector<OpPtr> incoming;   // requests of other ranks whose phase 0 is on its way here (host to host)
+  std::vector<sg4::ActivityPtr> set;  // reused by each wait
   std::vector<OpPtr> launch_now;  // its requests posted since its last wait, due at once (start_op)
   // Its inbox transfers that ended while its wait was not on them (the responder saw the end, or
   // another end at the same instant answered the wait). SimGrid 3.32 keeps a transfer in its
@@ -380,12 +391,9 @@ struct alignas(64) Nic {
   // every end: unreaped, the list grew by about one entry per step and made each transfer cost
   // O(ranks) in a ring. The rank waits on them (they are over: no blocking) before its next wait.
   std::vector<sg4::CommPtr> unreaped;
-  sg4::Mailbox* inbox = nullptr;
   double alarm_at = std::numeric_limits<double>::infinity();  // its live entry in World::alarms
-  std::vector<OpPtr> incoming;   // requests of other ranks whose phase 0 is on its way here (host to host)
   double next_issue = 0;         // message-rate gate
-  std::uint64_t tx_bytes = 0;    // payload bytes this rank has sent (for samples)
-  int rank = 0;
+  std::vector<SimQp*> qps;
 };
 
 struct World {
@@ -687,6 +695,22 @@ double phase_wire_bytes(const World& w, const Op& op) {
   return nic.control_bytes;  // ACK
 }
 
+// Lists a request in its requester's transfers on the wire, once its transfer's s4u call has
+// returned and set op.comm (others ran during that call: the requester's wait may have dropped it
+// from the list meanwhile, while op.comm was not set).
+void list_own(Nic& requester, Op& op) {
+  if (op.listed) return;
+  op.listed = true;
+  requester.own.push_back(op.shared_from_this());
+}
+
+// Lists a request in its requester's requests waiting for a start time (op.timer_at).
+void list_timed(World& w, Op& op) {
+  if (op.timed) return;
+  op.timed = true;
+  w.nics[static_cast<std::size_t>(op.qp->rank_)]->timed.push_back(op.shared_from_this());
+}
+
 void launch_phase(World& w, Op& op) {
   SimQp* qp = op.qp;
   const SimQp* pq = w.qps.find(qp->conn_.remote.qpn);
@@ -713,6 +737,7 @@ void launch_phase(World& w, Op& op) {
   op.peer = peer_rank;
   ++op.gen;
   Nic& pn = *w.nics[static_cast<std::size_t>(peer_rank)];
+  Nic& rn = *w.nics[static_cast<std::size_t>(qp->rank_)];
   // A request between the two ranks' own hosts goes through the responder's inbox when it has a
   // receive waiting there: the transfer starts at once, exactly as a host-to-host one would, and
   // costs SimGrid less (3.32 keeps every sendto_async transfer in one list that it searches at
@@ -733,6 +758,7 @@ void launch_phase(World& w, Op& op) {
     static char payload = 0;
     op.via_inbox = true;
     op.comm = pn.inbox->put_async(&payload, bytes);
+    list_own(rn, op);
     return;
   }
   if (op.phase == 0 && peer_rank != qp->rank_ && !op.incoming) {
@@ -741,9 +767,9 @@ void launch_phase(World& w, Op& op) {
   }
   op.via_inbox = false;
   op.comm = sg4::Comm::sendto_async(op.src, op.dst, bytes);
+  list_own(rn, op);
   // Others ran during that call: a requester that blocked meanwhile does not wait on this transfer
   // (unless the wait it is in still has the previous one, whose end answers it anyway).
-  Nic& rn = *w.nics[static_cast<std::size_t>(qp->rank_)];
   if (rn.wake.can_fire() && !(op.req_epoch == rn.epoch && op.req_gen + 1 == op.gen)) rn.wake.fire();
 }
 
@@ -767,7 +793,10 @@ void start_op(World& w, Op& op) {
   // time passes until it waits). Starting a transfer is an s4u call, after which the rank's state
   // is cold (every other rank ran meanwhile): from the wait, the rank goes on to its other s4u
   // calls and its wait at once instead of first walking back through the post and its caller.
-  if (at <= now) nic.launch_now.push_back(op.shared_from_this());
+  if (at <= now)
+    nic.launch_now.push_back(op.shared_from_this());
+  else
+    list_timed(w, op);
 }
 
 void deliver_recv(SimQp* peer, const Completion& wc) { peer->rcq_.push(wc, peer, 0, false); }
@@ -801,6 +830,7 @@ void at_responder(World& w, Op& op) {
     op.rnr_attempts++;
     op.timer_at = sg4::Engine::get_clock() + peer->conn_.min_rnr_timer_s;
     op.comm = nullptr;
+    list_timed(w, op);
     return;
   }
   auto gather = [&](std::uint8_t* dst) {
@@ -1010,7 +1040,7 @@ Status progress(World& w, int rank, double deadline, Done done) {
         // It ended; how does not matter here.
       }
     }
-    for (std::size_t i = 0; i < nic.qps.size(); ++i) retire_heads(w, nic.qps[i]);
+    // Requests are retired as they end (transfer_ended, post_send): nothing to walk here.
     w.flush_wakes();
     if (done()) return Status::ok();
     if (w.aborted) return Status(Errc::bootstrap, w.abort_reason);
@@ -1020,59 +1050,60 @@ Status progress(World& w, int rank, double deadline, Done done) {
     }
     const double now = sg4::Engine::get_clock();
     double next_timer = deadline;
-    nic.set.clear();
-    nic.owners.clear();
+    // Requests whose start time has come are started (s4u calls, after the walk); the others give
+    // the next timer.
     due.clear();
-    for (SimQp* qp : nic.qps)
-      for (auto& op : qp->inflight_) {
-        if (op->done || op->dead) continue;
-        if (op->timer_at >= 0) {
-          if (op->timer_at <= now)
-            due.push_back(op);
-          else
-            next_timer = std::min(next_timer, op->timer_at);
-        } else if (op->comm) {
-          nic.set.push_back(op->comm);
-          nic.owners.push_back(op);
-        }
+    std::erase_if(nic.timed, [&](const OpPtr& op) {
+      if (op->dead || op->done || op->timer_at < 0) {
+        op->timed = false;
+        return true;
       }
+      if (op->timer_at <= now) {
+        op->timed = false;
+        due.push_back(op);
+        return true;
+      }
+      next_timer = std::min(next_timer, op->timer_at);
+      return false;
+    });
     if (!due.empty()) {
       for (auto& op : due) launch_if_due(w, *op);
       continue;
     }
     if (now >= deadline) return Status(Errc::timeout, "deadline");
-    const std::size_t own = nic.set.size();
-    auto& in = nic.incoming;
-    in.erase(std::remove_if(in.begin(), in.end(),
-                            [](const OpPtr& op) {
-                              const bool gone = op->dead || op->done || !op->comm || op->phase != 0;
-                              if (gone) op->incoming = false;
-                              return gone;
-                            }),
-             in.end());
-    for (auto& op : in) {
-      nic.set.push_back(op->comm);
-      nic.owners.push_back(op);
-    }
-    const std::size_t gets_at = nic.set.size();
-    for (auto& g : nic.gets) nic.set.push_back(g.get);
-    nic.set.push_back(nic.wake.exec);
+    std::erase_if(nic.own, [](const OpPtr& op) {
+      const bool gone = op->dead || op->done || !op->comm || op->timer_at >= 0;
+      if (gone) op->listed = false;
+      return gone;
+    });
+    std::erase_if(nic.incoming, [](const OpPtr& op) {
+      const bool gone = op->dead || op->done || !op->comm || op->phase != 0;
+      if (gone) op->incoming = false;
+      return gone;
+    });
+    // The set: its transfers, those coming to it, its inbox's receives, its wake-up. Others only
+    // append to `own` and `incoming` while it waits, so set[i] stays own[i], then incoming[i - own].
+    const std::size_t own = nic.own.size();
+    const std::size_t gets_at = own + nic.incoming.size();
     ++nic.epoch;
-    for (auto& g : nic.gets)
+    for (auto& op : nic.own) {
+      nic.set.push_back(op->comm);
+      op->req_epoch = nic.epoch;
+      op->req_gen = op->gen;
+    }
+    for (auto& op : nic.incoming) {
+      nic.set.push_back(op->comm);
+      op->resp_epoch = nic.epoch;
+      op->resp_gen = op->gen;
+    }
+    for (auto& g : nic.gets) {
+      nic.set.push_back(g.get);
       if (g.op && g.op->gen == g.gen) {
         g.op->resp_epoch = nic.epoch;
         g.op->resp_gen = g.gen;
       }
-    for (std::size_t i = 0; i < nic.owners.size(); ++i) {
-      Op& op = *nic.owners[i];
-      if (i < own) {
-        op.req_epoch = nic.epoch;
-        op.req_gen = op.gen;
-      } else {
-        op.resp_epoch = nic.epoch;
-        op.resp_gen = op.gen;
-      }
     }
+    nic.set.push_back(nic.wake.exec);
     nic.wake.blocked = true;
     ssize_t idx = -1;
     if (!std::isinf(next_timer)) w.set_alarm(rank, next_timer);
@@ -1082,13 +1113,19 @@ Status progress(World& w, int rank, double deadline, Done done) {
       // A transfer cancelled by its QP's destruction; when it had matched the inbox's receive,
       // that receive ended with it.
       nic.wake.blocked = false;
+      nic.set.clear();
       std::erase_if(nic.gets, [](const Nic::InboxRecv& g) { return g.op && g.op->dead; });
       continue;
     }
     nic.wake.blocked = false;
+    // The set's references are dropped now, while SimGrid has just touched what they point to.
+    const std::size_t n = nic.set.size();
+    sg4::ActivityPtr comm;
+    if (idx >= 0 && static_cast<std::size_t>(idx) < gets_at) comm = std::move(nic.set[static_cast<std::size_t>(idx)]);
+    nic.set.clear();
     if (idx < 0) continue;
     const auto at = static_cast<std::size_t>(idx);
-    if (at == nic.set.size() - 1) {
+    if (at == n - 1) {
       nic.wake.exec = nullptr;  // woken: a new Exec for the next wait
       continue;
     }
@@ -1100,8 +1137,7 @@ Status progress(World& w, int rank, double deadline, Done done) {
       if (g.op && g.op->gen == g.gen) transfer_ended(w, g.op, g.op->comm.get());
       continue;
     }
-    OpPtr op = nic.owners[at];
-    sg4::ActivityPtr comm = nic.set[at];
+    OpPtr op = at < own ? nic.own[at] : nic.incoming[at - own];
     transfer_ended(w, op, comm.get());
   }
 }
