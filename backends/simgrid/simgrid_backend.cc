@@ -19,6 +19,7 @@
 // (LaunchSpec::export_state / import_state).
 #include "simgrid/simgrid_backend.h"
 
+#include <boost/intrusive_ptr.hpp>
 #include <fmt/format.h>
 #include <simgrid/Exception.hpp>
 #include <simgrid/s4u.hpp>
@@ -268,71 +269,66 @@ class Ring {
 // One send request on its way. Phase 0 carries the request (and a write's or send's data) to
 // the responder; phase 1 carries a read's data or an atomic's old value back, or the ACK of a
 // write/send in the calibrated model.
-struct Op : std::enable_shared_from_this<Op> {
+//
+// A request is touched by its requester's posts and waits and by whichever rank handles the end of
+// its transfer, cold each time at scale: what those read comes first, in the block's first lines
+// (the block is cache-line aligned), and its references are counted in the request itself.
+struct alignas(64) Op {
+  std::uint32_t refs = 0;  // OpPtr references (one thread: the simulation's)
+  std::uint32_t gen = 0;   // transfers started so far (phases and RNR retries)
   SimQp* qp = nullptr;
-  SendWr wr;
-  SgeList sges;
-  std::vector<std::uint8_t> inline_bytes;
+  sg4::CommPtr comm;
+  double timer_at = -1;  // start (or restart after RNR) of the current phase at this time
   std::uint64_t len = 0;
   std::uint64_t seq = 0;
+  // The requester's and the responder's wait that included this request's transfer number gen:
+  // a rank blocked in that wait wakes when the transfer ends and needs no other wake-up.
+  std::uint32_t req_epoch = 0, req_gen = 0, resp_epoch = 0, resp_gen = 0;
+  int peer = -1;           // the responder's rank
   int phase = 0;
-  bool needs_phase1 = false;
-  sg4::CommPtr comm;
-  sg4::Host* src = nullptr;  // the endpoints of the current phase's transfer
-  sg4::Host* dst = nullptr;
-  double timer_at = -1;  // start (or restart after RNR) of the current phase at this time
-  bool done = false;
-  WcStatus status = WcStatus::success;
   int rnr_attempts = 0;
-  std::uint64_t atomic_old = 0;
+  WcStatus status = WcStatus::success;
+  bool done = false;
   bool dead = false;       // flushed or retired: the NIC must not touch it again
   bool arrived = false;    // phase 0 reached the responder, which has not handled it yet
   bool responded = false;  // the responder handled it (RC: strictly in posting order)
-  int peer = -1;           // the responder's rank
-  std::uint64_t gen = 0;   // transfers started so far (phases and RNR retries)
+  bool needs_phase1 = false;
   bool incoming = false;   // listed in the responder's incoming transfers
   bool listed = false;     // listed in its requester's NIC's transfers on the wire (Nic::own)
   bool timed = false;      // listed in its requester's NIC's requests waiting for a start time
   bool via_inbox = false;  // the current transfer went through the responder's inbox (not detached)
-  // The requester's and the responder's wait that included this request's transfer number gen:
-  // a rank blocked in that wait wakes when the transfer ends and needs no other wake-up.
-  std::uint64_t req_epoch = 0, req_gen = 0, resp_epoch = 0, resp_gen = 0;
-};
-using OpPtr = std::shared_ptr<Op>;
+  SendWr wr;
+  SgeList sges;
+  std::vector<std::uint8_t> inline_bytes;
+  std::uint64_t atomic_old = 0;
+  sg4::Host* src = nullptr;  // the endpoints of the current phase's transfer
+  sg4::Host* dst = nullptr;
 
-// Requests are made and dropped at every post: their blocks (the request with its shared_ptr
-// control block, one size) are recycled through a free list instead of going back to malloc.
-// The simulation runs on one thread, in a child process; the list is never given back.
-struct OpBlocks {
-  static inline std::vector<void*> free_list;
-  static inline std::size_t block = 0;
-};
-template <typename T>
-struct OpAllocator {
-  using value_type = T;
-  OpAllocator() = default;
-  template <typename U>
-  OpAllocator(const OpAllocator<U>&) {}  // NOLINT(google-explicit-constructor): rebinding
-  T* allocate(std::size_t n) {
-    const std::size_t bytes = n * sizeof(T);
-    if (OpBlocks::block == 0) OpBlocks::block = bytes;
-    if (bytes == OpBlocks::block && !OpBlocks::free_list.empty()) {
-      void* p = OpBlocks::free_list.back();
-      OpBlocks::free_list.pop_back();
-      return static_cast<T*>(p);
+  // Requests are made and dropped at every post: their blocks are recycled through a free list
+  // instead of going back to malloc. The simulation runs on one thread, in a child process; the
+  // list is never given back.
+  static inline std::vector<void*> free_blocks;
+  static void* operator new(std::size_t bytes) {
+    if (bytes == sizeof(Op) && !free_blocks.empty()) {
+      void* p = free_blocks.back();
+      free_blocks.pop_back();
+      return p;
     }
-    return static_cast<T*>(::operator new(bytes));
+    return ::operator new(bytes, std::align_val_t{alignof(Op)});
   }
-  void deallocate(T* p, std::size_t n) {
-    if (n * sizeof(T) == OpBlocks::block) {
-      OpBlocks::free_list.push_back(p);
+  static void operator delete(void* p, std::size_t bytes) {
+    if (bytes == sizeof(Op)) {
+      free_blocks.push_back(p);
       return;
     }
-    ::operator delete(p);
+    ::operator delete(p, std::align_val_t{alignof(Op)});
   }
-  template <typename U>
-  bool operator==(const OpAllocator<U>&) const { return true; }
 };
+inline void intrusive_ptr_add_ref(Op* op) { ++op->refs; }
+inline void intrusive_ptr_release(Op* op) {
+  if (--op->refs == 0) delete op;
+}
+using OpPtr = boost::intrusive_ptr<Op>;
 
 // How an actor blocked in a wait is woken by another: a suspended zero-flop Exec sits in every
 // wait, and resuming it ends it at this instant — no simcall, no message, no simulated time.
@@ -365,11 +361,11 @@ struct alignas(64) Nic {
   struct InboxRecv {
     sg4::CommPtr get;
     OpPtr op;
-    std::uint64_t gen = 0;
+    std::uint32_t gen = 0;
   };
   static constexpr int kInboxDepth = 1;  // unmatched receives kept waiting
   WakeUp wake;                   // in every wait of the rank's actor (wait_any)
-  std::uint64_t epoch = 0;       // which wait it is in
+  std::uint32_t epoch = 0;       // which wait it is in
   std::uint64_t tx_bytes = 0;    // payload bytes this rank has sent (for samples)
   sg4::Mailbox* inbox = nullptr;
   int unmatched = 0;
@@ -426,7 +422,7 @@ struct World {
   std::vector<std::vector<int>> spare_lists;  // lists flushed before, kept with their capacity
   const Op* ending = nullptr;
   int ending_requester = -1;
-  std::uint64_t ending_gen = 0;
+  std::uint32_t ending_gen = 0;
   void wake_later(int rank) { pending_wakes.push_back(rank); }
   void flush_wakes() {
     if (pending_wakes.empty()) return;
@@ -701,14 +697,14 @@ double phase_wire_bytes(const World& w, const Op& op) {
 void list_own(Nic& requester, Op& op) {
   if (op.listed) return;
   op.listed = true;
-  requester.own.push_back(op.shared_from_this());
+  requester.own.push_back(OpPtr(&op));
 }
 
 // Lists a request in its requester's requests waiting for a start time (op.timer_at).
 void list_timed(World& w, Op& op) {
   if (op.timed) return;
   op.timed = true;
-  w.nics[static_cast<std::size_t>(op.qp->rank_)]->timed.push_back(op.shared_from_this());
+  w.nics[static_cast<std::size_t>(op.qp->rank_)]->timed.push_back(OpPtr(&op));
 }
 
 void launch_phase(World& w, Op& op) {
@@ -746,7 +742,7 @@ void launch_phase(World& w, Op& op) {
       op.dst == w.hosts[static_cast<std::size_t>(peer_rank)] && pn.unmatched > 0 && !pn.exiting && !pn.inbox->empty()) {
     for (auto& g : pn.gets)
       if (!g.op) {
-        g.op = op.shared_from_this();
+        g.op = OpPtr(&op);
         g.gen = op.gen;
         break;
       }
@@ -763,7 +759,7 @@ void launch_phase(World& w, Op& op) {
   }
   if (op.phase == 0 && peer_rank != qp->rank_ && !op.incoming) {
     op.incoming = true;
-    pn.incoming.push_back(op.shared_from_this());
+    pn.incoming.push_back(OpPtr(&op));
   }
   op.via_inbox = false;
   op.comm = sg4::Comm::sendto_async(op.src, op.dst, bytes);
@@ -794,7 +790,7 @@ void start_op(World& w, Op& op) {
   // is cold (every other rank ran meanwhile): from the wait, the rank goes on to its other s4u
   // calls and its wait at once instead of first walking back through the post and its caller.
   if (at <= now)
-    nic.launch_now.push_back(op.shared_from_this());
+    nic.launch_now.push_back(OpPtr(&op));
   else
     list_timed(w, op);
 }
@@ -958,7 +954,7 @@ void phase_ended(World& w, const OpPtr& op) {
     if (!o.responded && !o.done) {
       if (!o.arrived) return;
       o.arrived = false;
-      const OpPtr hold = o.shared_from_this();
+      const OpPtr hold = OpPtr(&o);
       at_responder(w, o);
       if (w.qps.find(qpn) != qp) return;  // destroyed meanwhile (QP numbers are never reused)
       if (o.dead) return;                  // flushed
@@ -992,7 +988,7 @@ void transfer_ended(World& w, const OpPtr& op, const sg4::Activity* comm) {
   // Already handled: the transfer's other side saw its end first (and may have dropped the comm,
   // for an RNR retry).
   if (!comm || op->dead || op->done || static_cast<sg4::Activity*>(op->comm.get()) != comm) return;
-  const std::uint64_t gen = op->gen;
+  const std::uint32_t gen = op->gen;
   const std::uint32_t qpn = op->qp->qpn_;
   const int requester = op->qp->rank_;
   if (op->via_inbox && op->comm->get_state() != sg4::Activity::State::FINISHED)
@@ -1185,7 +1181,7 @@ Status SimQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index) {
     const bool atomic = is_atomic(wr.opcode);
     if (posted_ - retired_ >= caps_.max_send_wr)
       return fail(Errc::no_memory, fmt::format("send queue full ({} outstanding): poll completions before posting more", caps_.max_send_wr));
-    auto op = std::allocate_shared<Op>(OpAllocator<Op>());
+    OpPtr op(new Op);
     op->qp = this;
     op->wr = wr;
     op->wr.sg_list = {};
