@@ -364,31 +364,36 @@ struct alignas(64) Nic {
     std::uint32_t gen = 0;
   };
   static constexpr int kInboxDepth = 1;  // unmatched receives kept waiting
+  // First line: what every wait and every transfer to or from this rank touch.
   WakeUp wake;                   // in every wait of the rank's actor (wait_any)
-  std::uint32_t epoch = 0;       // which wait it is in
-  std::uint64_t tx_bytes = 0;    // payload bytes this rank has sent (for samples)
   sg4::Mailbox* inbox = nullptr;
+  std::uint64_t tx_bytes = 0;    // payload bytes this rank has sent (for samples)
+  double alarm_at = std::numeric_limits<double>::infinity();  // its live entry in World::alarms
+  std::uint32_t epoch = 0;       // which wait it is in
   int unmatched = 0;
   int rank = 0;
   bool exiting = false;          // the rank's code has returned: nothing new comes to its inbox
+  // Whether the lists kept further down, rarely in use, hold anything (so that a wait does not
+  // read them otherwise); set by whoever adds to them, cleared by the rank's wait once empty.
+  bool has_timed = false, has_incoming = false, has_unreaped = false;
+  // Then what each wait uses, in the next two lines.
   std::vector<InboxRecv> gets;
   // Its requests whose current transfer is on the wire (added by launch_phase, whichever actor
   // starts it; dropped by the rank's own wait once over), and those waiting for a start time
   // (start_op, an RNR retry). Only the rank's own actor removes entries, so a wait's indices into
   // them hold while others run.
   std::vector<OpPtr> own;
-  std::vector<OpPtr> timed;
-  std::vector<OpPtr> incoming;   // requests of other ranks whose phase 0 is on its way here (host to host)
   std::vector<sg4::ActivityPtr> set;  // reused by each wait
   std::vector<OpPtr> launch_now;  // its requests posted since its last wait, due at once (start_op)
+  double next_issue = 0;         // message-rate gate
+  std::vector<OpPtr> timed;
+  std::vector<OpPtr> incoming;   // requests of other ranks whose phase 0 is on its way here (host to host)
   // Its inbox transfers that ended while its wait was not on them (the responder saw the end, or
   // another end at the same instant answered the wait). SimGrid 3.32 keeps a transfer in its
   // sender's list of activities until the sender waits on it, and searches that list linearly at
   // every end: unreaped, the list grew by about one entry per step and made each transfer cost
   // O(ranks) in a ring. The rank waits on them (they are over: no blocking) before its next wait.
   std::vector<sg4::CommPtr> unreaped;
-  double alarm_at = std::numeric_limits<double>::infinity();  // its live entry in World::alarms
-  double next_issue = 0;         // message-rate gate
   std::vector<SimQp*> qps;
 };
 
@@ -704,7 +709,9 @@ void list_own(Nic& requester, Op& op) {
 void list_timed(World& w, Op& op) {
   if (op.timed) return;
   op.timed = true;
-  w.nics[static_cast<std::size_t>(op.qp->rank_)]->timed.push_back(OpPtr(&op));
+  Nic& nic = *w.nics[static_cast<std::size_t>(op.qp->rank_)];
+  nic.timed.push_back(OpPtr(&op));
+  nic.has_timed = true;
 }
 
 void launch_phase(World& w, Op& op) {
@@ -760,6 +767,7 @@ void launch_phase(World& w, Op& op) {
   if (op.phase == 0 && peer_rank != qp->rank_ && !op.incoming) {
     op.incoming = true;
     pn.incoming.push_back(OpPtr(&op));
+    pn.has_incoming = true;
   }
   op.via_inbox = false;
   op.comm = sg4::Comm::sendto_async(op.src, op.dst, bytes);
@@ -991,8 +999,11 @@ void transfer_ended(World& w, const OpPtr& op, const sg4::Activity* comm) {
   const std::uint32_t gen = op->gen;
   const std::uint32_t qpn = op->qp->qpn_;
   const int requester = op->qp->rank_;
-  if (op->via_inbox && op->comm->get_state() != sg4::Activity::State::FINISHED)
-    w.nics[static_cast<std::size_t>(requester)]->unreaped.push_back(op->comm);
+  if (op->via_inbox && op->comm->get_state() != sg4::Activity::State::FINISHED) {
+    Nic& rn = *w.nics[static_cast<std::size_t>(requester)];
+    rn.unreaped.push_back(op->comm);
+    rn.has_unreaped = true;
+  }
   phase_ended(w, op);
   SimQp* qp = w.qps.find(qpn);
   if (qp && !op->dead) retire_heads(w, qp);
@@ -1010,7 +1021,6 @@ void transfer_ended(World& w, const OpPtr& op, const sg4::Activity* comm) {
 template <typename Done>
 Status progress(World& w, int rank, double deadline, Done done) {
   Nic& nic = *w.nics[static_cast<std::size_t>(rank)];
-  std::vector<OpPtr> due;
   while (true) {
     if (!nic.launch_now.empty()) {
       // s4u calls, as below; only this rank's actor adds to the list (its posts), and it keeps
@@ -1027,7 +1037,11 @@ Status progress(World& w, int rank, double deadline, Done done) {
       static void* sink = nullptr;
       g.get = nic.inbox->get_async(&sink);
     }
-    while (!nic.unreaped.empty()) {  // s4u calls, as above
+    while (nic.has_unreaped) {  // s4u calls, as above
+      if (nic.unreaped.empty()) {
+        nic.has_unreaped = false;
+        break;
+      }
       sg4::CommPtr c = std::move(nic.unreaped.back());
       nic.unreaped.pop_back();
       try {
@@ -1046,25 +1060,28 @@ Status progress(World& w, int rank, double deadline, Done done) {
     }
     const double now = sg4::Engine::get_clock();
     double next_timer = deadline;
-    // Requests whose start time has come are started (s4u calls, after the walk); the others give
-    // the next timer.
-    due.clear();
-    std::erase_if(nic.timed, [&](const OpPtr& op) {
-      if (op->dead || op->done || op->timer_at < 0) {
-        op->timed = false;
-        return true;
+    if (nic.has_timed) {
+      // Requests whose start time has come are started (s4u calls, after the walk); the others
+      // give the next timer.
+      std::vector<OpPtr> due;
+      std::erase_if(nic.timed, [&](const OpPtr& op) {
+        if (op->dead || op->done || op->timer_at < 0) {
+          op->timed = false;
+          return true;
+        }
+        if (op->timer_at <= now) {
+          op->timed = false;
+          due.push_back(op);
+          return true;
+        }
+        next_timer = std::min(next_timer, op->timer_at);
+        return false;
+      });
+      nic.has_timed = !nic.timed.empty();
+      if (!due.empty()) {
+        for (auto& op : due) launch_if_due(w, *op);
+        continue;
       }
-      if (op->timer_at <= now) {
-        op->timed = false;
-        due.push_back(op);
-        return true;
-      }
-      next_timer = std::min(next_timer, op->timer_at);
-      return false;
-    });
-    if (!due.empty()) {
-      for (auto& op : due) launch_if_due(w, *op);
-      continue;
     }
     if (now >= deadline) return Status(Errc::timeout, "deadline");
     std::erase_if(nic.own, [](const OpPtr& op) {
@@ -1072,22 +1089,26 @@ Status progress(World& w, int rank, double deadline, Done done) {
       if (gone) op->listed = false;
       return gone;
     });
-    std::erase_if(nic.incoming, [](const OpPtr& op) {
-      const bool gone = op->dead || op->done || !op->comm || op->phase != 0;
-      if (gone) op->incoming = false;
-      return gone;
-    });
+    if (nic.has_incoming) {
+      std::erase_if(nic.incoming, [](const OpPtr& op) {
+        const bool gone = op->dead || op->done || !op->comm || op->phase != 0;
+        if (gone) op->incoming = false;
+        return gone;
+      });
+      nic.has_incoming = !nic.incoming.empty();
+    }
     // The set: its transfers, those coming to it, its inbox's receives, its wake-up. Others only
     // append to `own` and `incoming` while it waits, so set[i] stays own[i], then incoming[i - own].
     const std::size_t own = nic.own.size();
-    const std::size_t gets_at = own + nic.incoming.size();
+    const std::size_t gets_at = own + (nic.has_incoming ? nic.incoming.size() : 0);
     ++nic.epoch;
     for (auto& op : nic.own) {
       nic.set.push_back(op->comm);
       op->req_epoch = nic.epoch;
       op->req_gen = op->gen;
     }
-    for (auto& op : nic.incoming) {
+    for (std::size_t i = own; i < gets_at; ++i) {
+      Op* op = nic.incoming[i - own].get();
       nic.set.push_back(op->comm);
       op->resp_epoch = nic.epoch;
       op->resp_gen = op->gen;

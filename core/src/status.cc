@@ -23,14 +23,19 @@ const char* errc_name(Errc code) noexcept {
   return "unknown";
 }
 
+const std::string& Status::message() const noexcept {
+  static const std::string none;
+  return rep_ ? rep_->message : none;
+}
+
 std::string Status::to_string() const {
   if (is_ok()) return "ok";
-  return std::string(errc_name(code_)) + ": " + message_;
+  return std::string(errc_name(rep_->code)) + ": " + rep_->message;
 }
 
 Status Status::with_context(const std::string& context) const {
   if (is_ok()) return *this;
-  return Status(code_, context + ": " + message_);
+  return Status(rep_->code, context + ": " + rep_->message);
 }
 
 }  // namespace rdmalab

@@ -32,24 +32,41 @@ enum class Errc {
 
 const char* errc_name(Errc code) noexcept;
 
+// One pointer: an ok Status (the common case, returned by every post and wait) is a null pointer,
+// cheap to make, copy and drop; an error holds its code and message on the heap.
 class [[nodiscard]] Status {
  public:
   Status() = default;
-  Status(Errc code, std::string message) : code_(code), message_(std::move(message)) {}
+  Status(Errc code, std::string message) : rep_(code == Errc::ok ? nullptr : new Rep{code, std::move(message)}) {}
+  Status(const Status& o) : rep_(o.rep_ ? new Rep(*o.rep_) : nullptr) {}
+  Status(Status&& o) noexcept : rep_(std::exchange(o.rep_, nullptr)) {}
+  Status& operator=(const Status& o) {
+    Status copy(o);
+    std::swap(rep_, copy.rep_);
+    return *this;
+  }
+  Status& operator=(Status&& o) noexcept {
+    std::swap(rep_, o.rep_);
+    return *this;
+  }
+  ~Status() { delete rep_; }
   static Status ok() { return {}; }
 
-  bool is_ok() const noexcept { return code_ == Errc::ok; }
+  bool is_ok() const noexcept { return rep_ == nullptr; }
   explicit operator bool() const noexcept { return is_ok(); }
-  Errc code() const noexcept { return code_; }
-  const std::string& message() const noexcept { return message_; }
+  Errc code() const noexcept { return rep_ ? rep_->code : Errc::ok; }
+  const std::string& message() const noexcept;
   // "invalid_state: post_send on a QP in INIT (must be RTS)"
   std::string to_string() const;
   // Returns a copy whose message is prefixed with `context: `.
   Status with_context(const std::string& context) const;
 
  private:
-  Errc code_ = Errc::ok;
-  std::string message_;
+  struct Rep {
+    Errc code;
+    std::string message;
+  };
+  Rep* rep_ = nullptr;
 };
 
 // Result<T>: either a value or a non-ok Status.
