@@ -1099,28 +1099,40 @@ Status progress(World& w, int rank, double deadline, Done done) {
     }
     // The set: its transfers, those coming to it, its inbox's receives, its wake-up. Others only
     // append to `own` and `incoming` while it waits, so set[i] stays own[i], then incoming[i - own].
+    // The set keeps its references from one wait to the next and only those that changed are
+    // replaced: an activity still in the set was not touched since the last wait, and taking or
+    // dropping a reference to it would cost a cache line that SimGrid itself does not need.
     const std::size_t own = nic.own.size();
     const std::size_t gets_at = own + (nic.has_incoming ? nic.incoming.size() : 0);
+    std::size_t k = 0;
+    auto put = [&nic, &k](const auto& activity) {
+      if (k == nic.set.size())
+        nic.set.emplace_back(activity);
+      else if (nic.set[k] != activity)
+        nic.set[k] = activity;
+      ++k;
+    };
     ++nic.epoch;
     for (auto& op : nic.own) {
-      nic.set.push_back(op->comm);
+      put(op->comm);
       op->req_epoch = nic.epoch;
       op->req_gen = op->gen;
     }
     for (std::size_t i = own; i < gets_at; ++i) {
       Op* op = nic.incoming[i - own].get();
-      nic.set.push_back(op->comm);
+      put(op->comm);
       op->resp_epoch = nic.epoch;
       op->resp_gen = op->gen;
     }
     for (auto& g : nic.gets) {
-      nic.set.push_back(g.get);
+      put(g.get);
       if (g.op && g.op->gen == g.gen) {
         g.op->resp_epoch = nic.epoch;
         g.op->resp_gen = g.gen;
       }
     }
-    nic.set.push_back(nic.wake.exec);
+    put(nic.wake.exec);
+    if (nic.set.size() > k) nic.set.resize(k);
     nic.wake.blocked = true;
     ssize_t idx = -1;
     if (!std::isinf(next_timer)) w.set_alarm(rank, next_timer);
@@ -1135,12 +1147,10 @@ Status progress(World& w, int rank, double deadline, Done done) {
       continue;
     }
     nic.wake.blocked = false;
-    // The set's references are dropped now, while SimGrid has just touched what they point to.
-    const std::size_t n = nic.set.size();
-    sg4::ActivityPtr comm;
-    if (idx >= 0 && static_cast<std::size_t>(idx) < gets_at) comm = std::move(nic.set[static_cast<std::size_t>(idx)]);
-    nic.set.clear();
     if (idx < 0) continue;
+    // The set's reference to what ended is dropped now, while SimGrid has just touched it.
+    const std::size_t n = nic.set.size();
+    const sg4::ActivityPtr comm = std::move(nic.set[static_cast<std::size_t>(idx)]);
     const auto at = static_cast<std::size_t>(idx);
     if (at == n - 1) {
       nic.wake.exec = nullptr;  // woken: a new Exec for the next wait
