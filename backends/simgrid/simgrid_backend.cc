@@ -226,13 +226,17 @@ class Ring {
   T& front() { return buf_[head_]; }
   T& operator[](std::size_t i) { return buf_[(head_ + i) & (cap_ - 1)]; }
   const T& operator[](std::size_t i) const { return buf_[(head_ + i) & (cap_ - 1)]; }
-  void push_back(T v) {
+  void push_back(T v) { next() = std::move(v); }
+  // The slot after the last, added to the queue: it holds a default T (pop_front leaves one),
+  // to fill in place.
+  T& next() {
     if (n_ == cap_) grow();
-    buf_[(head_ + n_) & (cap_ - 1)] = std::move(v);
-    ++n_;
+    return buf_[(head_ + n_++) & (cap_ - 1)];
   }
   void pop_front() {
-    buf_[head_] = T();  // drops what it holds now (a request's last reference, a receive's SGE list)
+    // Drops what it holds now (a request's last reference, a receive's SGE list), in place.
+    std::destroy_at(&buf_[head_]);
+    std::construct_at(&buf_[head_]);
     head_ = (head_ + 1) & (cap_ - 1);
     --n_;
   }
@@ -654,7 +658,11 @@ bool SimCq::push(const Completion& wc, SimQp* qp, std::uint64_t seq, bool send_s
     for (SimQp* u : us) u->enter_error();
     return false;
   }
-  q_.push_back(Entry{wc, qp, seq, send_side});
+  Entry& e = q_.next();  // filled in place: no 64-byte copy through the stack
+  e.wc = wc;
+  e.qp = qp;
+  e.seq = seq;
+  e.send_side = send_side;
   w_.wake_later(rank_);
   return true;
 }
@@ -1258,17 +1266,18 @@ Status SimQp::post_recv(std::span<const RecvWr> wrs, std::size_t* bad_index) {
       return Status(rq_.size() >= caps_.max_recv_wr ? Errc::no_memory : Errc::invalid_argument,
                     fmt::format("QP {:#x}: receive queue full or too many SGEs", qpn_));
     }
-    PendingRecv r{wrs[i].wr_id, SgeList(wrs[i].sg_list)};
     if (state_ == QpState::err) {
       Completion wc;
-      wc.wr_id = r.wr_id;
+      wc.wr_id = wrs[i].wr_id;
       wc.opcode = WcOpcode::recv;
       wc.status = WcStatus::wr_flush_err;
       wc.qp_num = qpn_;
       rcq_.push(wc, this, 0, false);
       continue;
     }
-    rq_.push_back(std::move(r));
+    PendingRecv& r = rq_.next();
+    r.wr_id = wrs[i].wr_id;
+    r.sges.assign(wrs[i].sg_list);
   }
   w_.flush_wakes();
   return Status::ok();
