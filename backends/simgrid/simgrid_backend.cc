@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -198,6 +199,67 @@ class SgeList {
 struct alignas(64) PendingRecv {  // one cache line each in a QP's receive queue
   std::uint64_t wr_id = 0;
   SgeList sges;
+};
+
+// A list whose first N elements live inside it. A NIC's short lists (its requests on the wire, the
+// receives of its inbox, its requests due at once) hold one or two elements nearly always: inside
+// the NIC they share its cache lines instead of costing a heap block each, a line fewer per list at
+// every wait. Beyond N the elements move to the heap until the list is short again. Elements past
+// the size are kept default-constructed (for a reference, null).
+template <typename T, std::size_t N>
+class SmallList {
+ public:
+  SmallList() = default;
+  SmallList(const SmallList&) = delete;
+  SmallList& operator=(const SmallList&) = delete;
+  std::size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  T* begin() { return data(); }
+  T* end() { return data() + n_; }
+  T& operator[](std::size_t i) { return data()[i]; }
+  T& emplace_back() {
+    if (!heap_ && n_ < N) return inline_[n_++];
+    if (!heap_) heap_ = std::make_unique<std::vector<T>>(std::make_move_iterator(inline_.begin()), std::make_move_iterator(inline_.end()));
+    ++n_;
+    return heap_->emplace_back();
+  }
+  void push_back(T v) { emplace_back() = std::move(v); }
+  // Keeps the order of the others.
+  void erase_at(std::size_t i) {
+    T* d = data();
+    for (std::size_t j = i; j + 1 < n_; ++j) d[j] = std::move(d[j + 1]);
+    shrink(n_ - 1);
+  }
+  template <typename Pred>
+  void remove_if(Pred pred) {
+    T* d = data();
+    std::size_t k = 0;
+    for (std::size_t j = 0; j < n_; ++j)
+      if (!pred(d[j])) {
+        if (k != j) d[k] = std::move(d[j]);
+        ++k;
+      }
+    shrink(k);
+  }
+  void clear() { shrink(0); }
+
+ private:
+  T* data() { return heap_ ? heap_->data() : inline_.data(); }
+  void shrink(std::size_t n) {
+    if (heap_) {
+      heap_->resize(n);
+      if (n <= N) {
+        std::move(heap_->begin(), heap_->end(), inline_.begin());
+        heap_.reset();
+      }
+    } else {
+      for (std::size_t j = n; j < n_; ++j) inline_[j] = T();
+    }
+    n_ = n;
+  }
+  std::array<T, N> inline_{};
+  std::unique_ptr<std::vector<T>> heap_;
+  std::size_t n_ = 0;
 };
 
 // A first-in first-out queue in one buffer that it keeps (a power of two, grown by doubling). The
@@ -380,15 +442,15 @@ struct alignas(64) Nic {
   // Whether the lists kept further down, rarely in use, hold anything (so that a wait does not
   // read them otherwise); set by whoever adds to them, cleared by the rank's wait once empty.
   bool has_timed = false, has_incoming = false, has_unreaped = false;
-  // Then what each wait uses, in the next two lines.
-  std::vector<InboxRecv> gets;
+  // Then what each wait uses, in the next three lines (the short lists hold their elements).
+  SmallList<InboxRecv, 2> gets;
   // Its requests whose current transfer is on the wire (added by launch_phase, whichever actor
   // starts it; dropped by the rank's own wait once over), and those waiting for a start time
   // (start_op, an RNR retry). Only the rank's own actor removes entries, so a wait's indices into
   // them hold while others run.
-  std::vector<OpPtr> own;
+  SmallList<OpPtr, 2> own;
   std::vector<sg4::ActivityPtr> set;  // reused by each wait
-  std::vector<OpPtr> launch_now;  // its requests posted since its last wait, due at once (start_op)
+  SmallList<OpPtr, 2> launch_now;  // its requests posted since its last wait, due at once (start_op)
   double next_issue = 0;         // message-rate gate
   std::vector<OpPtr> timed;
   std::vector<OpPtr> incoming;   // requests of other ranks whose phase 0 is on its way here (host to host)
@@ -1092,7 +1154,7 @@ Status progress(World& w, int rank, double deadline, Done done) {
       }
     }
     if (now >= deadline) return Status(Errc::timeout, "deadline");
-    std::erase_if(nic.own, [](const OpPtr& op) {
+    nic.own.remove_if([](const OpPtr& op) {
       const bool gone = op->dead || op->done || !op->comm || op->timer_at >= 0;
       if (gone) op->listed = false;
       return gone;
@@ -1151,7 +1213,7 @@ Status progress(World& w, int rank, double deadline, Done done) {
       // that receive ended with it.
       nic.wake.blocked = false;
       nic.set.clear();
-      std::erase_if(nic.gets, [](const Nic::InboxRecv& g) { return g.op && g.op->dead; });
+      nic.gets.remove_if([](const Nic::InboxRecv& g) { return g.op && g.op->dead; });
       continue;
     }
     nic.wake.blocked = false;
@@ -1167,7 +1229,7 @@ Status progress(World& w, int rank, double deadline, Done done) {
     if (at >= gets_at) {
       // A receive of the inbox ended: the matched request's transfer did.
       Nic::InboxRecv g = std::move(nic.gets[at - gets_at]);
-      nic.gets.erase(nic.gets.begin() + static_cast<std::ptrdiff_t>(at - gets_at));
+      nic.gets.erase_at(at - gets_at);
       if (!g.op) --nic.unmatched;  // cancelled before anything matched it
       if (g.op && g.op->gen == g.gen) transfer_ended(w, g.op, g.op->comm.get());
       continue;
@@ -1721,7 +1783,7 @@ Status simulate(const LaunchSpec& spec, const RankMain& main, const Scenario& sc
       std::vector<sg4::CommPtr> idle;
       for (auto& g : me.gets)
         if (!g.op) idle.push_back(g.get);
-      std::erase_if(me.gets, [](const Nic::InboxRecv& g) { return !g.op; });
+      me.gets.remove_if([](const Nic::InboxRecv& g) { return !g.op; });
       me.unmatched = 0;
       for (auto& c : idle) c->cancel();
       (void)progress(w, r, std::numeric_limits<double>::infinity(), [&] { return me.gets.empty(); });
