@@ -469,6 +469,7 @@ struct World {
   std::vector<sg4::Host*> hosts;      // where each rank's actor runs
   std::vector<RankEndpoints> eps;     // where its transfers start and end, by memory
   bool staged = false;                // GPU memory goes through host bounce buffers
+  bool one_endpoint = true;           // every rank's memories share one endpoint (no node model)
   std::vector<std::unique_ptr<Nic>> nics;
   static constexpr std::uint32_t kFirstQpn = 0x100;
   MrTable mrs;
@@ -790,18 +791,22 @@ void launch_phase(World& w, Op& op) {
   int peer_rank = pq ? pq->rank_ : static_cast<int>(qp->conn_.remote.rank);
   if (peer_rank < 0 || peer_rank >= static_cast<int>(w.hosts.size())) peer_rank = qp->rank_;
   // The endpoints by the memory each side touches: GPU memory by GPUDirect or staged, host memory
-  // (the same host when there is no node model). A send's receive buffer is not known until it
-  // arrives: it is taken to be of the sender's kind.
-  auto kind_of = [](const MrRec* rec, MemoryKind dflt) { return rec ? rec->kind : dflt; };
-  const MemoryKind local = op.sges.empty() ? MemoryKind::host : kind_of(w.mrs.local(op.sges.front().lkey), MemoryKind::host);
-  const bool rdma = op.wr.opcode != SendOpcode::send && op.wr.opcode != SendOpcode::send_with_imm;
-  const MemoryKind remote = rdma ? kind_of(w.mrs.remote(op.wr.rkey), local) : local;
-  auto endpoint = [&](int rank, MemoryKind k) {
-    const RankEndpoints& e = w.eps[static_cast<std::size_t>(rank)];
-    return k == MemoryKind::cuda ? (w.staged ? e.staged : e.gpu) : e.host;
-  };
-  sg4::Host* me = endpoint(qp->rank_, local);
-  sg4::Host* peer = endpoint(peer_rank, remote);
+  // (the same host when there is no node model: then the regions are not looked up). A send's
+  // receive buffer is not known until it arrives: it is taken to be of the sender's kind.
+  sg4::Host* me = w.hosts[static_cast<std::size_t>(qp->rank_)];
+  sg4::Host* peer = w.hosts[static_cast<std::size_t>(peer_rank)];
+  if (!w.one_endpoint) {
+    auto kind_of = [](const MrRec* rec, MemoryKind dflt) { return rec ? rec->kind : dflt; };
+    const MemoryKind local = op.sges.empty() ? MemoryKind::host : kind_of(w.mrs.local(op.sges.front().lkey), MemoryKind::host);
+    const bool rdma = op.wr.opcode != SendOpcode::send && op.wr.opcode != SendOpcode::send_with_imm;
+    const MemoryKind remote = rdma ? kind_of(w.mrs.remote(op.wr.rkey), local) : local;
+    auto endpoint = [&](int rank, MemoryKind k) {
+      const RankEndpoints& e = w.eps[static_cast<std::size_t>(rank)];
+      return k == MemoryKind::cuda ? (w.staged ? e.staged : e.gpu) : e.host;
+    };
+    me = endpoint(qp->rank_, local);
+    peer = endpoint(peer_rank, remote);
+  }
   // At least one byte: a zero-byte sendto never completes in SimGrid 3.32 (seen here), and one
   // byte costs 0.08 ns at 100 Gb/s.
   auto bytes = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(phase_wire_bytes(w, op)));
@@ -1653,6 +1658,7 @@ Status simulate(const LaunchSpec& spec, const RankMain& main, const Scenario& sc
     w.hosts.push_back(e.gpu);
   }
   w.staged = gpu_staged(sc, w.model);
+  w.one_endpoint = std::all_of(w.eps.begin(), w.eps.end(), [](const RankEndpoints& e) { return e.gpu == e.host && e.staged == e.host; });
   if (const std::string cal = calibration_path(sc); !cal.empty()) {
     RDMALAB_ASSIGN(Calibration c, load_calibration(cal));
     auto* net = sg4::Engine::get_instance()->get_netzone_root()->get_network_model();
