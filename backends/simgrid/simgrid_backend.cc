@@ -573,6 +573,11 @@ class alignas(64) SimCq final : public CompletionQueue {
   Result<std::size_t> poll(std::span<Completion> out) override { return take(out); }
   Result<std::size_t> wait(std::span<Completion> out, double timeout_s) override;
   bool push(const Completion& wc, SimQp* qp, std::uint64_t seq, bool send_side);
+  // A QP being destroyed: its completions still queued no longer point to it.
+  void forget(const SimQp* qp) {
+    for (std::size_t i = 0; i < q_.size(); ++i)
+      if (q_[i].qp == qp) q_[i].qp = nullptr;
+  }
   int rank() const { return rank_; }
 
  private:
@@ -607,6 +612,8 @@ class alignas(64) SimQp final : public QueuePair {
     // Unlink first, then cancel: cancelling is an s4u call, during which the NIC actor runs.
     w_.qps.erase(qpn_);
     scq_.users.erase(this);
+    scq_.forget(this);
+    rcq_.forget(this);
     rcq_.users.erase(this);
     auto& nq = w_.nics[static_cast<std::size_t>(rank_)]->qps;
     nq.erase(std::remove(nq.begin(), nq.end(), this), nq.end());
@@ -738,7 +745,7 @@ Result<std::size_t> SimCq::take(std::span<Completion> out) {
   while (n < out.size() && !q_.empty()) {
     Entry& e = q_.front();
     out[n++] = e.wc;
-    if (e.send_side && w_.qps.find(e.wc.qp_num) == e.qp) e.qp->retired_ = std::max(e.qp->retired_, e.seq + 1);
+    if (e.send_side && e.qp) e.qp->retired_ = std::max(e.qp->retired_, e.seq + 1);
     q_.pop_front();
   }
   return n;
@@ -1022,9 +1029,9 @@ void phase_ended(World& w, const OpPtr& op) {
   op->arrived = true;
   // The requests of a QP in flight are numbered in sequence from its oldest: walk them by number,
   // as at_responder may make s4u calls (a response's transfer), during which others run and may
-  // retire, flush or destroy the QP.
+  // retire, flush or destroy the QP. A request that is not dead is in its QP's list, so its QP
+  // exists: destroying, resetting or flushing a QP marks every request it had dead.
   SimQp* qp = op->qp;
-  const std::uint32_t qpn = qp->qpn_;
   std::uint64_t seq = 0;
   while (true) {
     auto& q = qp->inflight_;
@@ -1039,8 +1046,7 @@ void phase_ended(World& w, const OpPtr& op) {
       o.arrived = false;
       const OpPtr hold = OpPtr(&o);
       at_responder(w, o);
-      if (w.qps.find(qpn) != qp) return;  // destroyed meanwhile (QP numbers are never reused)
-      if (o.dead) return;                  // flushed
+      if (o.dead) return;  // flushed, or its QP destroyed meanwhile
       if (o.timer_at >= 0 && !o.done) return;  // RNR: later requests wait for its retry
       o.responded = true;
       if (o.done && o.status != WcStatus::success) return;
@@ -1072,7 +1078,6 @@ void transfer_ended(World& w, const OpPtr& op, const sg4::Activity* comm) {
   // for an RNR retry).
   if (!comm || op->dead || op->done || static_cast<sg4::Activity*>(op->comm.get()) != comm) return;
   const std::uint32_t gen = op->gen;
-  const std::uint32_t qpn = op->qp->qpn_;
   const int requester = op->qp->rank_;
   if (op->via_inbox && op->comm->get_state() != sg4::Activity::State::FINISHED) {
     Nic& rn = *w.nics[static_cast<std::size_t>(requester)];
@@ -1080,8 +1085,7 @@ void transfer_ended(World& w, const OpPtr& op, const sg4::Activity* comm) {
     rn.has_unreaped = true;
   }
   phase_ended(w, op);
-  SimQp* qp = w.qps.find(qpn);
-  if (qp && !op->dead) retire_heads(w, qp);
+  if (!op->dead) retire_heads(w, op->qp);  // not dead: still in its QP's list, so the QP exists
   w.ending = op.get();
   w.ending_requester = requester;
   w.ending_gen = gen;
