@@ -2,6 +2,7 @@
 // Only backends/simgrid includes SimGrid.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -97,3 +98,16 @@ std::vector<std::string> engine_args(const std::string& argv0);
 double wire_bytes(const NicModel& nic, double payload);
 
 }  // namespace rdmalab::sim
+
+// Stack colouring, the first statement of every rank's actor (rdmalab's and the ring benchmark's
+// plain programs alike). SimGrid gives each actor its own stack, all of one size and alignment, so
+// the lines near the top that an actor's frames use sit at the same offset in every stack: they
+// fall into the same few sets of a cache, and at hundreds of ranks they evict each other there
+// however large the cache is. Shifting each rank's frames by a different number of lines spreads
+// them over all the sets. The space is taken (never touched) in the actor's own frame, hence a
+// macro: 64 bytes times the rank modulo 2048, at most 128 KiB of SimGrid's 8 MiB stacks.
+#define RDMALAB_SIM_COLOUR_STACK(rank)                                                        \
+  do {                                                                                        \
+    void* rdmalab_colour_ = __builtin_alloca(64 * (static_cast<std::size_t>(rank) % 2048) + 64); \
+    asm volatile("" : : "r"(rdmalab_colour_) : "memory");                                     \
+  } while (0)

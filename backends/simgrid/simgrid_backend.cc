@@ -1773,6 +1773,7 @@ Status simulate(const LaunchSpec& spec, const RankMain& main, const Scenario& sc
   std::vector<bool> finished(static_cast<std::size_t>(spec.ranks), false);
   for (int r = 0; r < spec.ranks; ++r) {
     sg4::Actor::create(fmt::format("rank-{}", r), w.hosts[static_cast<std::size_t>(r)], [&, r] {
+      RDMALAB_SIM_COLOUR_STACK(r);  // platform.h
       SimDevice dev(w, r);
       SimBootstrap boot(w, r, spec.ranks);
       SimRuntime rt(w, r);

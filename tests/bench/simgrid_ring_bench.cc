@@ -187,6 +187,7 @@ Outcome run_plain(const Scenario& sc, int ranks, const char* name, Setup setup) 
   double t0 = 0;
   for (int r = 0; r < ranks; ++r) {
     sg4::Actor::create(fmt::format("rank-{}", r), hosts[static_cast<std::size_t>(r)].gpu, [&, r] {
+      RDMALAB_SIM_COLOUR_STACK(r);  // as rdmalab's backend does for its ranks (platform.h)
       if (r == 0) t0 = wall_now();
       for (int k = 0; k < steps; ++k) {
         step(r, k);
