@@ -105,7 +105,7 @@ double wire_bytes(const NicModel& nic, double payload);
 // fall into the same few sets of a cache, and at hundreds of ranks they evict each other there
 // however large the cache is. Shifting each rank's frames by a different number of lines spreads
 // them over all the sets. The space is taken (never touched) in the actor's own frame, hence a
-// macro: 64 bytes times the rank modulo 2048, at most 128 KiB of SimGrid's 8 MiB stacks.
+// macro: 64 bytes times the rank modulo 2048, at most 128 KiB, which engine_args adds to the stacks.
 #define RDMALAB_SIM_COLOUR_STACK(rank)                                                        \
   do {                                                                                        \
     void* rdmalab_colour_ = __builtin_alloca(64 * (static_cast<std::size_t>(rank) % 2048) + 64); \
