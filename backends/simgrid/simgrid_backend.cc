@@ -84,14 +84,16 @@ struct World;
 class SimQp;
 class SimCq;
 
-struct MrRec {
+// 32 bytes, aligned: two to a cache line, never across two (each transfer checks one or two keys,
+// cold at scale).
+struct alignas(32) MrRec {
   std::uint64_t addr = 0, length = 0;
-  std::uint32_t access = 0;
-  const void* pd = nullptr;
-  int rank = 0;
-  MemoryKind kind = MemoryKind::host;
   std::uint32_t lkey = 0, rkey = 0;  // 0 while the slot is free
+  std::uint32_t pd = 0;              // the protection domain's number (SimPd::id)
+  std::uint16_t access = 0;          // kAccess* bits
+  MemoryKind kind = MemoryKind::host;
 };
+static_assert(sizeof(MrRec) == 32);
 
 // The registered regions, in a flat table looked up on every transfer (an array access: hash
 // maps cost cache misses at thousands of ranks). A key is its slot's index (low 24 bits, from
@@ -166,23 +168,33 @@ class NumberTable {
   std::vector<T*> items_;
 };
 
-// A request's scatter/gather list: nearly always one or two entries, kept inside the request
-// (no allocation per post); longer lists go to the heap.
+// A request's scatter/gather list: nearly always one entry, kept inside the request with its count
+// (no allocation per post, and in the request's hot line: see Op); a longer list goes to the heap,
+// whose pointer is only set, and only read, when there is one.
 class SgeList {
  public:
   SgeList() = default;
   explicit SgeList(std::span<const Sge> s) { assign(s); }
+  SgeList(SgeList&& o) noexcept { take(o); }
+  SgeList& operator=(SgeList&& o) noexcept {
+    if (this != &o) {
+      release();
+      take(o);
+    }
+    return *this;
+  }
+  ~SgeList() { release(); }
   void assign(std::span<const Sge> s) {
+    release();
     n_ = static_cast<std::uint32_t>(s.size());
-    if (n_ <= kInline) {
-      std::copy(s.begin(), s.end(), inline_.begin());
-      heap_.reset();
-    } else {
-      heap_ = std::make_unique<Sge[]>(n_);
-      std::copy(s.begin(), s.end(), heap_.get());
+    if (n_ == 1) {
+      first_ = s[0];
+    } else if (n_ > 1) {
+      more_ = new Sge[n_];
+      std::copy(s.begin(), s.end(), more_);
     }
   }
-  const Sge* begin() const { return n_ <= kInline ? inline_.data() : heap_.get(); }
+  const Sge* begin() const { return n_ > 1 ? more_ : &first_; }
   const Sge* end() const { return begin() + n_; }
   std::size_t size() const { return n_; }
   bool empty() const { return n_ == 0; }
@@ -190,11 +202,21 @@ class SgeList {
   const Sge& operator[](std::size_t i) const { return begin()[i]; }
 
  private:
-  static constexpr std::size_t kInline = 2;
-  std::array<Sge, kInline> inline_{};
-  std::unique_ptr<Sge[]> heap_;
+  void release() {
+    if (n_ > 1) delete[] more_;
+    n_ = 0;
+  }
+  void take(SgeList& o) {
+    n_ = o.n_;
+    if (n_ == 1) first_ = o.first_;
+    if (n_ > 1) more_ = o.more_;
+    o.n_ = 0;
+  }
   std::uint32_t n_ = 0;
+  Sge first_;   // the list, when it has one entry
+  Sge* more_;   // the list, when it has more (owned); unset otherwise
 };
+static_assert(sizeof(SgeList) == 32);
 
 struct alignas(64) PendingRecv {  // one cache line each in a QP's receive queue
   std::uint64_t wr_id = 0;
@@ -340,6 +362,7 @@ class Ring {
 // its transfer, cold each time at scale: what those read comes first, in the block's first lines
 // (the block is cache-line aligned), and its references are counted in the request itself.
 struct alignas(64) Op {
+  // Line 0: what waits and the ends of transfers read first.
   std::uint32_t refs = 0;  // OpPtr references (one thread: the simulation's)
   std::uint32_t gen = 0;   // transfers started so far (phases and RNR retries)
   SimQp* qp = nullptr;
@@ -350,25 +373,43 @@ struct alignas(64) Op {
   // The requester's and the responder's wait that included this request's transfer number gen:
   // a rank blocked in that wait wakes when the transfer ends and needs no other wake-up.
   std::uint32_t req_epoch = 0, req_gen = 0, resp_epoch = 0, resp_gen = 0;
-  int peer = -1;           // the responder's rank
-  int phase = 0;
-  int rnr_attempts = 0;
+  // Line 1: the rest of its state, and the request as posted with its first SGE.
+  int peer = -1;  // the responder's rank
   WcStatus status = WcStatus::success;
-  bool done = false;
-  bool dead = false;       // flushed or retired: the NIC must not touch it again
-  bool arrived = false;    // phase 0 reached the responder, which has not handled it yet
-  bool responded = false;  // the responder handled it (RC: strictly in posting order)
-  bool needs_phase1 = false;
-  bool incoming = false;   // listed in the responder's incoming transfers
-  bool listed = false;     // listed in its requester's NIC's transfers on the wire (Nic::own)
-  bool timed = false;      // listed in its requester's NIC's requests waiting for a start time
-  bool via_inbox = false;  // the current transfer went through the responder's inbox (not detached)
-  SendWr wr;
-  SgeList sges;
-  std::vector<std::uint8_t> inline_bytes;
-  std::uint64_t atomic_old = 0;
-  sg4::Host* src = nullptr;  // the endpoints of the current phase's transfer
-  sg4::Host* dst = nullptr;
+  bool done : 1 = false;
+  bool dead : 1 = false;          // flushed or retired: the NIC must not touch it again
+  bool arrived : 1 = false;       // phase 0 reached the responder, which has not handled it yet
+  bool responded : 1 = false;     // the responder handled it (RC: strictly in posting order)
+  bool needs_phase1 : 1 = false;
+  bool incoming : 1 = false;      // listed in the responder's incoming transfers
+  bool listed : 1 = false;        // listed in its requester's NIC's transfers on the wire (Nic::own)
+  bool timed : 1 = false;         // listed in its requester's NIC's requests waiting for a start time
+  bool via_inbox : 1 = false;     // the current transfer went through the responder's inbox (not detached)
+  std::uint8_t phase : 1 = 0;
+  std::uint8_t rnr_attempts : 4 = 0;  // counted up to rnr_retry (at most 6; 7 retries forever)
+  struct Wr {  // the request as posted, less its SGEs (sges) and an atomic's operands (below)
+    std::uint32_t rkey = 0;
+    std::uint32_t imm = 0;
+    SendOpcode opcode = SendOpcode::rdma_write;
+    bool signaled = true;
+    bool inline_data = false;
+    std::uint64_t wr_id = 0;
+    std::uint64_t remote_addr = 0;
+  } wr;
+  SgeList sges;  // its count and first entry in line 1
+  // Line 2, touched only by what needs it (and not by the constructor): set by the post for
+  // inline data (len bytes, owned) and atomics, by launch_phase while a record is written.
+  std::uint8_t* inline_bytes;
+  std::uint64_t compare_add, swap, atomic_old;
+  sg4::Host* src;  // the endpoints of the current phase's transfer
+  sg4::Host* dst;
+
+  Op() = default;
+  Op(const Op&) = delete;
+  Op& operator=(const Op&) = delete;
+  ~Op() {
+    if (wr.inline_data) delete[] inline_bytes;
+  }
 
   // Requests are made and dropped at every post: their blocks are recycled through a free list
   // instead of going back to malloc. The simulation runs on one thread, in a child process; the
@@ -390,6 +431,7 @@ struct alignas(64) Op {
     ::operator delete(p, std::align_val_t{alignof(Op)});
   }
 };
+static_assert(sizeof(Op) == 192);
 inline void intrusive_ptr_add_ref(Op* op) { ++op->refs; }
 inline void intrusive_ptr_release(Op* op) {
   if (--op->refs == 0) delete op;
@@ -470,11 +512,13 @@ struct World {
   std::vector<RankEndpoints> eps;     // where its transfers start and end, by memory
   bool staged = false;                // GPU memory goes through host bounce buffers
   bool one_endpoint = true;           // every rank's memories share one endpoint (no node model)
+  bool keep_endpoints = false;        // requests keep their transfer's endpoints (Op::src, dst) for the record
   std::vector<std::unique_ptr<Nic>> nics;
   static constexpr std::uint32_t kFirstQpn = 0x100;
   MrTable mrs;
   NumberTable<SimQp> qps{kFirstQpn};
   std::uint32_t next_qpn = kFirstQpn;
+  std::uint32_t pds = 0;  // protection domains made so far (their numbers)
   bool aborted = false;
   std::string abort_reason;
   std::uint64_t transfers = 0;  // phases ended (for the progress line)
@@ -550,14 +594,14 @@ struct World {
   }
 
   void abort(const std::string& why);
-  bool local_ok(const Sge& s, const void* pd, bool need_write) const {
+  bool local_ok(const Sge& s, std::uint32_t pd, bool need_write) const {
     const MrRec* rec = mrs.local(s.lkey);
     if (!rec || rec->pd != pd) return false;
     const MrRec& m = *rec;
     if (s.addr < m.addr || s.addr + s.length > m.addr + m.length) return false;
     return !need_write || (m.access & kAccessLocalWrite);
   }
-  bool remote_ok(std::uint32_t rkey, std::uint64_t addr, std::uint64_t len, const void* pd, std::uint32_t need) const {
+  bool remote_ok(std::uint32_t rkey, std::uint64_t addr, std::uint64_t len, std::uint32_t pd, std::uint32_t need) const {
     const MrRec* rec = mrs.remote(rkey);
     if (!rec || rec->pd != pd) return false;
     const MrRec& m = *rec;
@@ -600,8 +644,18 @@ class alignas(64) SimCq final : public CompletionQueue {
 
 class alignas(64) SimQp final : public QueuePair {
  public:
-  SimQp(World& w, const void* pd, int rank, std::uint32_t qpn, SimCq& scq, SimCq& rcq, QpCaps caps)
-      : qpn_(qpn), rank_(rank), scq_(scq), rcq_(rcq), pd_(pd), w_(w), caps_(caps) {
+  SimQp(World& w, std::uint32_t pd, int rank, std::uint32_t qpn, SimCq& scq, SimCq& rcq, QpCaps caps)
+      : qpn_(qpn),
+        rank_(rank),
+        max_send_sge_(static_cast<std::uint8_t>(caps.max_send_sge)),
+        max_recv_sge_(static_cast<std::uint8_t>(caps.max_recv_sge)),
+        pd_(pd),
+        scq_(scq),
+        rcq_(rcq),
+        w_(w),
+        max_send_wr_(static_cast<std::uint16_t>(caps.max_send_wr)),
+        max_recv_wr_(static_cast<std::uint16_t>(caps.max_recv_wr)),
+        caps_(caps) {
     w_.qps.put(qpn_, this);
     scq_.users.insert(this);
     rcq_.users.insert(this);
@@ -611,6 +665,8 @@ class alignas(64) SimQp final : public QueuePair {
   ~SimQp() override {
     // Unlink first, then cancel: cancelling is an s4u call, during which the NIC actor runs.
     w_.qps.erase(qpn_);
+    forget_peer();
+    for (SimQp* q : peer_of_) q->peer_ = nullptr;
     scq_.users.erase(this);
     scq_.forget(this);
     rcq_.forget(this);
@@ -694,26 +750,46 @@ class alignas(64) SimQp final : public QueuePair {
     scq_.push(wc, this, op.seq, true);
   }
 
-  // What a transfer touches first, in the QP's first cache line.
+  // The QP it is connected to, while that one exists (looked up once, not at every transfer).
+  SimQp* peer() {
+    if (!peer_ && (peer_ = w_.qps.find(conn_.remote.qpn))) peer_->peer_of_.push_back(this);
+    return peer_;
+  }
+  void forget_peer() {
+    if (!peer_) return;
+    std::erase(peer_->peer_of_, this);
+    peer_ = nullptr;
+  }
+
+  // What posts and transfers touch, in the QP's first two cache lines (at scale each is a cache
+  // miss per transfer): the limits checked at every post are kept here in the widths the model's
+  // capabilities allow (sim_caps: 16384 requests, 16 SGEs); caps_ and conn_ follow, cold.
   std::uint32_t qpn_;
   int rank_;
   std::uint64_t posted_ = 0, retired_ = 0;
   Ring<OpPtr> inflight_;
   QpState state_ = QpState::reset;
+  std::uint8_t max_send_sge_, max_recv_sge_;
+  std::uint32_t pd_;
   Ring<PendingRecv> rq_;
   SimCq& scq_;
   SimCq& rcq_;
-  const void* pd_;
   World& w_;
-  QpConnectAttr conn_;
+  std::uint16_t max_send_wr_, max_recv_wr_;
+  SimQp* peer_ = nullptr;
   QpCaps caps_;
+  QpConnectAttr conn_;
+  std::vector<SimQp*> peer_of_;  // the QPs whose peer_ this is
 
  private:
   Status transition(QpState from, QpState to, const QpConnectAttr* attr) {
     if (state_ != from)
       return Status(Errc::invalid_state, fmt::format("QP {:#x}: cannot move from {} to {} (only from {})", qpn_, qp_state_name(state_),
                                                      qp_state_name(to), qp_state_name(from)));
-    if (attr) conn_ = *attr;
+    if (attr) {
+      conn_ = *attr;
+      forget_peer();
+    }
     state_ = to;
     return Status::ok();
   }
@@ -794,7 +870,7 @@ void list_timed(World& w, Op& op) {
 
 void launch_phase(World& w, Op& op) {
   SimQp* qp = op.qp;
-  const SimQp* pq = w.qps.find(qp->conn_.remote.qpn);
+  const SimQp* pq = qp->peer();
   int peer_rank = pq ? pq->rank_ : static_cast<int>(qp->conn_.remote.rank);
   if (peer_rank < 0 || peer_rank >= static_cast<int>(w.hosts.size())) peer_rank = qp->rank_;
   // The endpoints by the memory each side touches: GPU memory by GPUDirect or staged, host memory
@@ -817,8 +893,12 @@ void launch_phase(World& w, Op& op) {
   // At least one byte: a zero-byte sendto never completes in SimGrid 3.32 (seen here), and one
   // byte costs 0.08 ns at 100 Gb/s.
   auto bytes = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(phase_wire_bytes(w, op)));
-  op.src = op.phase == 0 ? me : peer;
-  op.dst = op.phase == 0 ? peer : me;
+  sg4::Host* const src = op.phase == 0 ? me : peer;
+  sg4::Host* const dst = op.phase == 0 ? peer : me;
+  if (w.keep_endpoints) {
+    op.src = src;
+    op.dst = dst;
+  }
   op.peer = peer_rank;
   ++op.gen;
   Nic& pn = *w.nics[static_cast<std::size_t>(peer_rank)];
@@ -827,8 +907,8 @@ void launch_phase(World& w, Op& op) {
   // receive waiting there: the transfer starts at once, exactly as a host-to-host one would, and
   // costs SimGrid less (3.32 keeps every sendto_async transfer in one list that it searches at
   // every end). Phase 0 is always started by the requester's actor, which is on its host.
-  if (op.phase == 0 && peer_rank != qp->rank_ && op.src == w.hosts[static_cast<std::size_t>(qp->rank_)] &&
-      op.dst == w.hosts[static_cast<std::size_t>(peer_rank)] && pn.unmatched > 0 && !pn.exiting && !pn.inbox->empty()) {
+  if (op.phase == 0 && peer_rank != qp->rank_ && src == w.hosts[static_cast<std::size_t>(qp->rank_)] &&
+      dst == w.hosts[static_cast<std::size_t>(peer_rank)] && pn.unmatched > 0 && !pn.exiting && !pn.inbox->empty()) {
     for (auto& g : pn.gets)
       if (!g.op) {
         g.op = OpPtr(&op);
@@ -852,7 +932,7 @@ void launch_phase(World& w, Op& op) {
     pn.has_incoming = true;
   }
   op.via_inbox = false;
-  op.comm = sg4::Comm::sendto_async(op.src, op.dst, bytes);
+  op.comm = sg4::Comm::sendto_async(src, dst, bytes);
   list_own(rn, op);
   // Others ran during that call: a requester that blocked meanwhile does not wait on this transfer
   // (unless the wait it is in still has the previous one, whose end answers it anyway).
@@ -890,7 +970,7 @@ void deliver_recv(SimQp* peer, const Completion& wc) { peer->rcq_.push(wc, peer,
 // Phase 0 ended: the request is at the responder. Does the responder's part.
 void at_responder(World& w, Op& op) {
   SimQp* qp = op.qp;
-  SimQp* peer = w.qps.find(qp->conn_.remote.qpn);
+  SimQp* peer = qp->peer();
   auto fail = [&](WcStatus st) {
     op.done = true;
     op.status = st;
@@ -922,7 +1002,7 @@ void at_responder(World& w, Op& op) {
   auto gather = [&](std::uint8_t* dst) {
     if (phantom(reinterpret_cast<std::uint64_t>(dst))) return;
     if (op.wr.inline_data) {
-      std::memcpy(dst, op.inline_bytes.data(), op.inline_bytes.size());
+      std::memcpy(dst, op.inline_bytes, op.len);
       return;
     }
     for (const auto& s : op.sges) {
@@ -942,9 +1022,9 @@ void at_responder(World& w, Op& op) {
       auto* target = reinterpret_cast<std::uint64_t*>(op.wr.remote_addr);
       op.atomic_old = *target;
       if (op.wr.opcode == SendOpcode::atomic_fetch_add)
-        *target = op.atomic_old + op.wr.compare_add;
-      else if (op.atomic_old == op.wr.compare_add)
-        *target = op.wr.swap;
+        *target = op.atomic_old + op.compare_add;
+      else if (op.atomic_old == op.compare_add)
+        *target = op.swap;
       break;
     }
     default: break;
@@ -1020,7 +1100,7 @@ void phase_ended(World& w, const OpPtr& op) {
   const bool read = op->wr.opcode == SendOpcode::rdma_read;
   if (op->phase == 1) {
     if (read) {
-      if (const SimQp* peer = w.qps.find(op->qp->conn_.remote.qpn)) w.nics[static_cast<std::size_t>(peer->rank_)]->tx_bytes += op->len;
+      if (const SimQp* peer = op->qp->peer()) w.nics[static_cast<std::size_t>(peer->rank_)]->tx_bytes += op->len;
     }
     at_requester(*op);
     return;
@@ -1287,23 +1367,36 @@ Status SimQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index) {
     if (state_ != QpState::rts && state_ != QpState::err)
       return fail(Errc::invalid_state, fmt::format("post_send needs the QP in RTS (it is in {})", qp_state_name(state_)));
     std::uint64_t len = 0;
-    if (Status bad = check_send_wr(wr, caps_, len); !bad) return fail(bad.code(), bad.message());
+    QpCaps limits;  // what check_send_wr reads, from the QP's first lines
+    limits.max_send_sge = max_send_sge_;
+    limits.max_inline = wr.inline_data ? caps_.max_inline : 0;
+    if (Status bad = check_send_wr(wr, limits, len); !bad) return fail(bad.code(), bad.message());
     const bool atomic = is_atomic(wr.opcode);
-    if (posted_ - retired_ >= caps_.max_send_wr)
-      return fail(Errc::no_memory, fmt::format("send queue full ({} outstanding): poll completions before posting more", caps_.max_send_wr));
+    if (posted_ - retired_ >= max_send_wr_)
+      return fail(Errc::no_memory, fmt::format("send queue full ({} outstanding): poll completions before posting more", max_send_wr_));
     OpPtr op(new Op);
     op->qp = this;
-    op->wr = wr;
-    op->wr.sg_list = {};
+    op->wr.rkey = wr.rkey;
+    op->wr.imm = wr.imm;
+    op->wr.opcode = wr.opcode;
+    op->wr.signaled = wr.signaled;
+    op->wr.wr_id = wr.wr_id;
+    op->wr.remote_addr = wr.remote_addr;
     op->sges.assign(wr.sg_list);
     op->len = len;
     op->seq = posted_++;
     op->needs_phase1 = wr.opcode == SendOpcode::rdma_read || atomic || !w_.model.alpha_beta;
+    if (atomic) {
+      op->compare_add = wr.compare_add;
+      op->swap = wr.swap;
+      op->atomic_old = 0;
+    }
     if (wr.inline_data) {
-      op->inline_bytes.resize(len);
+      op->inline_bytes = new std::uint8_t[len];
+      op->wr.inline_data = true;  // from here on the destructor frees inline_bytes
       std::size_t off = 0;
       for (const auto& s : wr.sg_list) {
-        std::memcpy(op->inline_bytes.data() + off, reinterpret_cast<const void*>(s.addr), s.length);
+        std::memcpy(op->inline_bytes + off, reinterpret_cast<const void*>(s.addr), s.length);
         off += s.length;
       }
     }
@@ -1332,9 +1425,9 @@ Status SimQp::post_recv(std::span<const RecvWr> wrs, std::size_t* bad_index) {
       if (bad_index) *bad_index = i;
       return Status(Errc::invalid_state, fmt::format("QP {:#x}: post_recv needs the QP in INIT or later (it is in RESET)", qpn_));
     }
-    if (wrs[i].sg_list.size() > caps_.max_recv_sge || rq_.size() >= caps_.max_recv_wr) {
+    if (wrs[i].sg_list.size() > max_recv_sge_ || rq_.size() >= max_recv_wr_) {
       if (bad_index) *bad_index = i;
-      return Status(rq_.size() >= caps_.max_recv_wr ? Errc::no_memory : Errc::invalid_argument,
+      return Status(rq_.size() >= max_recv_wr_ ? Errc::no_memory : Errc::invalid_argument,
                     fmt::format("QP {:#x}: receive queue full or too many SGEs", qpn_));
     }
     if (state_ == QpState::err) {
@@ -1356,44 +1449,50 @@ Status SimQp::post_recv(std::span<const RecvWr> wrs, std::size_t* bad_index) {
 
 class SimMr final : public MemoryRegion {
  public:
-  SimMr(World& w, MrRec rec, std::uint32_t lkey, std::uint32_t rkey) : w_(w), rec_(rec), lkey_(lkey), rkey_(rkey) {}
+  SimMr(World& w, MrRec rec, std::uint32_t access) : w_(w), rec_(rec), access_(access) {}
   ~SimMr() override {
-    w_.mrs.erase(lkey_);
+    w_.mrs.erase(rec_.lkey);
   }
   std::uint64_t addr() const override { return rec_.addr; }
   std::uint64_t length() const override { return rec_.length; }
-  std::uint32_t lkey() const override { return lkey_; }
-  std::uint32_t rkey() const override { return rkey_; }
-  std::uint32_t access() const override { return rec_.access; }
+  std::uint32_t lkey() const override { return rec_.lkey; }
+  std::uint32_t rkey() const override { return rec_.rkey; }
+  std::uint32_t access() const override { return access_; }
   MemoryKind kind() const override { return rec_.kind; }
 
  private:
   World& w_;
   MrRec rec_;
-  std::uint32_t lkey_, rkey_;
+  std::uint32_t access_;  // as given (the table keeps the kAccess* bits)
 };
 
 class SimPd final : public ProtectionDomain {
  public:
-  SimPd(World& w, int rank) : w_(w), rank_(rank) {}
+  SimPd(World& w, int rank) : w_(w), rank_(rank), id_(++w.pds) {}
   Result<std::unique_ptr<MemoryRegion>> register_memory(void* addr, std::uint64_t length, std::uint32_t access, MemoryKind kind) override {
     RDMALAB_TRY(check_registration(addr, length, access));
-    MrRec rec{reinterpret_cast<std::uint64_t>(addr), length, access, this, rank_, kind};
+    MrRec rec;
+    rec.addr = reinterpret_cast<std::uint64_t>(addr);
+    rec.length = length;
+    rec.pd = id_;
+    rec.access = static_cast<std::uint16_t>(access & (kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic));
+    rec.kind = kind;
     if (!w_.mrs.add(rec))
       return Status(Errc::no_memory, fmt::format("register_memory: {} regions are registered already (the most the model keeps)", MrTable::kMaxSlots));
-    return std::unique_ptr<MemoryRegion>(new SimMr(w_, rec, rec.lkey, rec.rkey));
+    return std::unique_ptr<MemoryRegion>(new SimMr(w_, rec, access));
   }
   Result<std::unique_ptr<QueuePair>> create_qp(CompletionQueue& send_cq, CompletionQueue& recv_cq, const QpCaps& caps) override {
     auto* scq = dynamic_cast<SimCq*>(&send_cq);
     auto* rcq = dynamic_cast<SimCq*>(&recv_cq);
     if (!scq || !rcq) return Status(Errc::invalid_argument, "create_qp: the CQs do not belong to the simgrid backend");
     RDMALAB_TRY(check_qp_caps(caps, sim_caps()));
-    return std::unique_ptr<QueuePair>(new SimQp(w_, this, rank_, w_.next_qpn++, *scq, *rcq, caps));
+    return std::unique_ptr<QueuePair>(new SimQp(w_, id_, rank_, w_.next_qpn++, *scq, *rcq, caps));
   }
 
  private:
   World& w_;
   int rank_;
+  std::uint32_t id_;  // what its regions and QPs are checked against (never 0)
 };
 
 class SimDevice final : public Device {
@@ -1687,6 +1786,7 @@ Status simulate(const LaunchSpec& spec, const RankMain& main, const Scenario& sc
     rec.header(sc.file, "simgrid", spec.ranks, spec.record_interval_s);
     Topology topo = describe_topology(w);
     rec.topology(topo);
+    w.keep_endpoints = true;
     sg4::Actor::create("sampler", w.hosts[0], [&w, &rec, topo, interval = spec.record_interval_s] {
       std::vector<sg4::Link*> links;
       std::unordered_map<std::string, int> link_index;
