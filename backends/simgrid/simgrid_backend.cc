@@ -298,7 +298,7 @@ class Ring {
     Ring(std::move(o)).swap(*this);
     return *this;
   }
-  ~Ring() { delete[] buf_; }
+  ~Ring() { release(buf_, cap_); }
   void swap(Ring& o) noexcept {
     std::swap(buf_, o.buf_);
     std::swap(head_, o.head_);
@@ -343,12 +343,20 @@ class Ring {
  private:
   void grow() {
     const std::uint32_t cap = cap_ ? 2 * cap_ : 4;
-    T* buf = new T[cap];
+    T* buf = static_cast<T*>(::operator new(sizeof(T) * cap, std::align_val_t{kAlign}));
+    for (std::uint32_t i = 0; i < cap; ++i) std::construct_at(buf + i);
     for (std::uint32_t i = 0; i < n_; ++i) buf[i] = std::move((*this)[i]);
-    delete[] buf_;
+    release(buf_, cap_);
     buf_ = buf;
     head_ = 0;
     cap_ = cap;
+  }
+  // The buffer starts on a cache line, so that elements smaller than a line share lines evenly.
+  static constexpr std::size_t kAlign = std::max<std::size_t>(alignof(T), 64);
+  static void release(T* buf, std::uint32_t cap) {
+    if (!buf) return;
+    std::destroy_n(buf, cap);
+    ::operator delete(buf, std::align_val_t{kAlign});
   }
   T* buf_ = nullptr;
   std::uint32_t head_ = 0, n_ = 0, cap_ = 0;
@@ -617,20 +625,29 @@ class alignas(64) SimCq final : public CompletionQueue {
   Result<std::size_t> poll(std::span<Completion> out) override { return take(out); }
   Result<std::size_t> wait(std::span<Completion> out, double timeout_s) override;
   bool push(const Completion& wc, SimQp* qp, std::uint64_t seq, bool send_side);
-  // A QP being destroyed: its completions still queued no longer point to it.
-  void forget(const SimQp* qp) {
-    for (std::size_t i = 0; i < q_.size(); ++i)
-      if (q_[i].qp == qp) q_[i].qp = nullptr;
-  }
+  // A QP being destroyed or reset: its completions still queued no longer point to it (they keep
+  // its number, and free no send queue slots).
+  void forget(const SimQp* qp);
   int rank() const { return rank_; }
 
  private:
-  struct alignas(64) Entry {  // one cache line each
-    Completion wc;
-    SimQp* qp;
-    std::uint64_t seq;
+  // A completion as queued: 32 bytes, two to a cache line (the ring's buffer starts on one). It
+  // points to its QP while that exists: the completion's qp_num is read there when it is taken,
+  // and a send completion then frees its QP's send queue slots up to its request, whose sequence
+  // number it carries in its low 32 bits (a QP has at most 16384 requests outstanding). Once the
+  // QP is gone the entry holds the QP's number instead.
+  struct alignas(32) Entry {
+    std::uint64_t wr_id;
+    SimQp* qp;                 // null once forgotten
+    std::uint32_t byte_len;
+    std::uint32_t imm;
+    std::uint32_t seq_or_qpn;  // qp set: the request's sequence number (low bits); else the QP's number
+    WcOpcode opcode;
+    WcStatus status;
+    bool has_imm;
     bool send_side;
   };
+  static_assert(sizeof(Entry) == 32);
   Result<std::size_t> take(std::span<Completion> out);
   Ring<Entry> q_;
   bool overflowed_ = false;
@@ -708,6 +725,8 @@ class alignas(64) SimQp final : public QueuePair {
   Status reset() override {
     rq_.clear();
     cancel_inflight();
+    scq_.forget(this);  // its queued completions no longer free slots of the new numbering
+    rcq_.forget(this);
     state_ = QpState::reset;
     posted_ = retired_ = 0;
     return Status::ok();
@@ -804,13 +823,27 @@ bool SimCq::push(const Completion& wc, SimQp* qp, std::uint64_t seq, bool send_s
     for (SimQp* u : us) u->enter_error();
     return false;
   }
-  Entry& e = q_.next();  // filled in place: no 64-byte copy through the stack
-  e.wc = wc;
+  assert(qp && wc.qp_num == qp->qpn_);
+  Entry& e = q_.next();  // filled in place
+  e.wr_id = wc.wr_id;
   e.qp = qp;
-  e.seq = seq;
+  e.byte_len = wc.byte_len;
+  e.imm = wc.imm;
+  e.seq_or_qpn = static_cast<std::uint32_t>(seq);
+  e.opcode = wc.opcode;
+  e.status = wc.status;
+  e.has_imm = wc.has_imm;
   e.send_side = send_side;
   w_.wake_later(rank_);
   return true;
+}
+
+void SimCq::forget(const SimQp* qp) {
+  for (std::size_t i = 0; i < q_.size(); ++i)
+    if (Entry& e = q_[i]; e.qp == qp) {
+      e.qp = nullptr;
+      e.seq_or_qpn = qp->qpn_;
+    }
 }
 
 Result<std::size_t> SimCq::take(std::span<Completion> out) {
@@ -820,8 +853,21 @@ Result<std::size_t> SimCq::take(std::span<Completion> out) {
   std::size_t n = 0;
   while (n < out.size() && !q_.empty()) {
     Entry& e = q_.front();
-    out[n++] = e.wc;
-    if (e.send_side && e.qp) e.qp->retired_ = std::max(e.qp->retired_, e.seq + 1);
+    Completion& wc = out[n++];
+    wc.wr_id = e.wr_id;
+    wc.opcode = e.opcode;
+    wc.status = e.status;
+    wc.byte_len = e.byte_len;
+    wc.imm = e.imm;
+    wc.has_imm = e.has_imm;
+    if (SimQp* qp = e.qp) {
+      wc.qp_num = qp->qpn_;
+      // Its request is how far behind the last posted (fewer than 2^32), and still outstanding.
+      const std::uint32_t behind = static_cast<std::uint32_t>(qp->posted_) - e.seq_or_qpn;
+      if (e.send_side && behind >= 1 && behind <= qp->posted_ - qp->retired_) qp->retired_ = qp->posted_ - behind + 1;
+    } else {
+      wc.qp_num = e.seq_or_qpn;
+    }
     q_.pop_front();
   }
   return n;

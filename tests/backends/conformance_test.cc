@@ -585,6 +585,31 @@ TEST_P(Conformance, PostingMoreThanTheSendQueueHoldsIsRefused) {
   });
 }
 
+// Taking a completion frees the send queue up to its request, the unsignaled ones before it
+// included (as verbs does): a full queue of unsignaled writes ending in a signaled one can be
+// posted again and again, one completion each time.
+TEST_P(Conformance, TakingACompletionFreesTheSendQueueUpToItsRequest) {
+  PairOpts o;
+  o.caps.max_send_wr = 4;
+  with_pair(o, [](Side& s) {
+    if (s.rank() != 0) return;
+    const std::uint32_t depth = s.qp->caps().max_send_wr;
+    Sge g = sge(s, 0, 8);
+    for (std::uint64_t round = 0; round < 3; ++round) {
+      std::vector<SendWr> list = writes_to_peer(s, g, depth);
+      for (auto& wr : list) wr.signaled = false;
+      list.back().signaled = true;
+      list.back().wr_id = 100 + round;
+      Status st = s.qp->post_send(list);
+      ASSERT_TRUE(st.is_ok()) << "round " << round << ": " << st.to_string();
+      Completion wc = wait_one(s);
+      EXPECT_EQ(wc.status, WcStatus::success);
+      EXPECT_EQ(wc.wr_id, 100 + round);
+      EXPECT_EQ(wc.qp_num, s.qp->qpn());
+    }
+  });
+}
+
 // A bad request in a list is refused with its index; the ones before it are posted (as
 // ibv_post_send does), the ones after it are not.
 TEST_P(Conformance, ABadRequestInAListIsRefusedAfterTheOnesBeforeIt) {
