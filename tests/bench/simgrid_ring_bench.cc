@@ -113,8 +113,9 @@ Outcome run_rdmalab(const Scenario& sc, int ranks, std::uint64_t chunk) {
     RDMALAB_ASSIGN(auto buf, mem.allocate(2 * chunk));
     RDMALAB_ASSIGN(auto mr, pd->register_memory(buf.data(), 2 * chunk, kAccessLocalWrite | kAccessRemoteWrite, MemoryKind::phantom));
     RDMALAB_ASSIGN(auto to_next, pd->create_qp(*cq, *cq, QpCaps{}));
+    const int ahead = leaf_size(ranks);  // receives kept posted (below)
     QpCaps deep;
-    deep.max_recv_wr = static_cast<std::uint32_t>(leaf_size(ranks)) + 1;  // the receives kept ahead, below
+    deep.max_recv_wr = static_cast<std::uint32_t>(ahead) + 1;
     RDMALAB_ASSIGN(auto from_prev, pd->create_qp(*cq, *cq, deep));
     RDMALAB_TRY(to_next->to_init());
     RDMALAB_TRY(from_prev->to_init());
@@ -145,7 +146,6 @@ Outcome run_rdmalab(const Scenario& sc, int ranks, std::uint64_t chunk) {
     // receive ahead, 4 % of the transfers of a 1024-rank ring of 128 KiB chunks were sent twice
     // (the simulated time 4.9 % longer), and with 8 still 0.4 %; with a leaf's width none
     // (counted in the backend, 256 to 2048 ranks).
-    const int ahead = leaf_size(ranks);
     for (int i = 0; i < ahead; ++i) RDMALAB_TRY(from_prev->post_recv(std::span<const RecvWr>(&rwr, 1)));
     RDMALAB_TRY(env.boot.barrier());
     const double t0 = wall_now();
