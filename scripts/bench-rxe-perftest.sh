@@ -2,6 +2,7 @@
 # rdmalab against perftest on the same Soft-RoCE device, in one VM boot (a benchmark, not a test).
 #
 #   scripts/bench-rxe-perftest.sh [ROUNDS [CASE]]     CASE: run only the cases whose name contains it
+#                                                     ('|' between alternatives: "checks off|A/A")
 #
 # For each case (ib_write_bw, ib_read_bw, ib_send_bw at 64 KiB and over a sweep; ib_write_lat,
 # ib_send_lat at 8 B; all_reduce busbw against ib_write_bw) it runs perftest and rdmalab's same workload with the same parameters,

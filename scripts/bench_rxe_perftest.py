@@ -54,9 +54,10 @@ cases = [
 ]
 only = sys.argv[2] if len(sys.argv) > 2 else ""
 names = [c[0] for c in cases]
-cases = [c for c in cases if only in c[0]]
+wanted = only.split("|")  # several substrings: the cases that contain any of them
+cases = [c for c in cases if any(w in c[0] for w in wanted)]
 if not cases:
-    print(f"bench_rxe_perftest.py: no case name contains '{only}'; the cases are:\n  " + "\n  ".join(names), file=sys.stderr)
+    print(f"bench_rxe_perftest.py: no case name contains '{only}' ('|' separates alternatives); the cases are:\n  " + "\n  ".join(names), file=sys.stderr)
     sys.exit(2)
 # Medians, the best of the rounds (highest bandwidth, lowest latency), and the median of the
 # rounds' own ratios (paired: the two programs of a round ran back to back). Under emulation a

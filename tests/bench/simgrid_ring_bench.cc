@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -74,6 +75,13 @@ double wall_now() { return std::chrono::duration<double>(std::chrono::steady_clo
 
 bool g_progress = false;
 int g_rounds = 1;
+
+// A command-line count: all of `text` a decimal number that fits an int.
+bool whole_number(const char* text, int& out) {
+  const char* end = text + std::strlen(text);
+  auto [at, ec] = std::from_chars(text, end, out);
+  return ec == std::errc() && at == end && at != text;
+}
 
 // The plain programs' progress line, in the backend's format.
 void plain_progress(const char* name, const std::uint64_t& transfers) {
@@ -355,17 +363,21 @@ int main(int argc_in, char** argv_in) {
     if (std::strcmp(argv_in[i], "--progress") == 0) {
       g_progress = true;
     } else if (std::strcmp(argv_in[i], "--rounds") == 0) {
-      if (i + 1 >= argc_in || std::atoi(argv_in[i + 1]) < 1) {
-        fmt::print(stderr, "simgrid_ring_bench: --rounds takes a count of at least 1\n");
+      if (i + 1 >= argc_in || !whole_number(argv_in[i + 1], g_rounds) || g_rounds < 1) {
+        fmt::print(stderr, "simgrid_ring_bench: --rounds takes a whole number of at least 1, got '{}'\n", i + 1 < argc_in ? argv_in[i + 1] : "");
         return 2;
       }
-      g_rounds = std::atoi(argv_in[++i]);
+      ++i;
     } else
       pos.push_back(argv_in[i]);
   }
   const int argc = static_cast<int>(pos.size());
   char** argv = pos.data();
-  int ranks = argc > 1 ? std::atoi(argv[1]) : 1024;
+  int ranks = 1024;
+  if (argc > 1 && !whole_number(argv[1], ranks)) {
+    fmt::print(stderr, "simgrid_ring_bench: RANKS must be a whole number, got '{}'\n", argv[1]);
+    return 2;
+  }
   std::uint64_t bytes = 1ull << 30;
   if (argc > 2) {
     auto b = units::parse_size(argv[2]);
@@ -427,12 +439,20 @@ int main(int argc_in, char** argv_in) {
              units::format_size(bytes), ranks, 2 * (ranks - 1), units::format_size(chunk),
              2ull * static_cast<std::uint64_t>(ranks - 1) * static_cast<std::uint64_t>(ranks));
   bool ok = true;
-  for (int round = 0; round < g_rounds; ++round)
-    for (auto& side : sides) {
-      side.got.push_back(in_child(side.run));
-      if (g_rounds == 1) row(side.name, side.got.back());
-      ok = ok && side.got.back().o.transfers > 0;
+  for (int round = 0; round < g_rounds; ++round) {
+    // The order flips every round (ABBA): a drift in the machine's speed weighs on every program alike.
+    std::vector<Side*> order;
+    for (auto& side : sides) order.push_back(&side);
+    if (round % 2 == 1) std::reverse(order.begin(), order.end());
+    std::string line;
+    for (Side* side : order) {
+      side->got.push_back(in_child(side->run));
+      if (g_rounds == 1) row(side->name, side->got.back());
+      line += fmt::format("   {} {:.3f} s", side->name, side->got.back().o.exchange_wall_s);
+      ok = ok && side->got.back().o.transfers > 0;
     }
+    if (g_rounds > 1) fmt::print("  round {:>3} (exchange):{}\n", round + 1, line);
+  }
   // The ratios compare the same transfers on the same timeline: every program must reach the same
   // simulated time (the model is deterministic; a difference means one program's ranks moved on
   // other dependencies than the ring's, and its wall time would be measured on another workload).
@@ -474,11 +494,16 @@ int main(int argc_in, char** argv_in) {
     auto [rmin, rmed] = stat(*ref, whole);
     auto [oemin, oemed] = stat(*side, exchange);
     auto [remin, remed] = stat(*ref, exchange);
-    if (g_rounds == 1)
+    if (g_rounds == 1) {
       fmt::print("  {} wall time: {:.3f}x (exchange {:.3f}x){}\n", label, omin / rmin, oemin / remin, note);
-    else
-      fmt::print("  {} wall time: min {:.3f}x median {:.3f}x (exchange: min {:.3f}x median {:.3f}x){}\n", label, omin / rmin, omed / rmed,
-                 oemin / remin, oemed / remed, note);
+      return;
+    }
+    // Paired: each round's own ratio (the two ran back to back), the steadiest figure on a noisy host.
+    std::vector<double> paired;
+    for (std::size_t i = 0; i < side->got.size(); ++i) paired.push_back(side->got[i].o.exchange_wall_s / ref->got[i].o.exchange_wall_s);
+    std::sort(paired.begin(), paired.end());
+    fmt::print("  {} wall time: min {:.3f}x median {:.3f}x (exchange: min {:.3f}x median {:.3f}x; paired median {:.3f}x, {:.3f}-{:.3f}x){}\n",
+               label, omin / rmin, omed / rmed, oemin / remin, oemed / remed, paired[(paired.size() - 1) / 2], paired.front(), paired.back(), note);
   };
   ratio(ours, put_get, "rdmalab / s4u put/get", "   (rdmalab's overhead over plain s4u; target <= 1.25)");
   ratio(ours, find("sendto"), "rdmalab / s4u sendto ", "");
