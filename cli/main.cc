@@ -6,7 +6,9 @@
 #include <nlohmann/json.hpp>
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -42,6 +44,20 @@ Status write_file_atomically(const std::string& path, const std::string& text) {
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
   if (ec) return Status(Errc::io, fmt::format("{}: cannot replace: {}", path, ec.message()));
+  return Status::ok();
+}
+
+// Before a run: whether a file can be written at `path` when the run ends (its folder exists and
+// is writable, and it is not a folder itself), so a long run is not lost to a typo in a path.
+Status check_writable(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return Status(Errc::invalid_argument, fmt::format("{}: is a folder, not a file", path));
+  fs::path dir = fs::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  if (!fs::is_directory(dir, ec)) return Status(Errc::invalid_argument, fmt::format("{}: the folder {} does not exist", path, dir.string()));
+  if (::access(dir.c_str(), W_OK) != 0)
+    return Status(Errc::invalid_argument, fmt::format("{}: cannot write in the folder {} ({})", path, dir.string(), std::strerror(errno)));
   return Status::ok();
 }
 
@@ -168,6 +184,12 @@ int cmd_run(RunArgs a) {
     fmt::print(stderr, "rdmalab: {}\n", pre.message());
     return kExitUsage;
   }
+  for (const auto& [option, path] : {std::pair<const char*, const std::string&>{"--json", a.json}, {"--record", a.record}})
+    if (!path.empty())
+      if (Status w = check_writable(path); !w) {
+        fmt::print(stderr, "rdmalab: {}: {}\n", option, w.message());
+        return kExitUsage;
+      }
   if (!a.quiet) {
     fmt::print("rdmalab {} | scenario {} ({}) | backend {} | workload {} | ranks {}\n", version(), sc->get_string("name"), a.scenario,
                backend_name, sc->get_string("workload.type"), scenario_ranks(*sc));

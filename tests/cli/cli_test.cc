@@ -128,6 +128,20 @@ TEST(Cli, UsageErrorsExitTwo) {
   EXPECT_NE(b.out.find("no backend named 'nosuch'"), std::string::npos) << b.out;
 }
 
+TEST(Cli, AnOutputPathThatCannotBeWrittenIsRefusedBeforeTheRun) {
+  const std::string run = "run " + scenario("write-bw-64k.yaml") + " --backend loopback --set workload.iterations=50";
+  CliRun j = rdmalab(run + " --json /nonexistent-folder/out.json");
+  EXPECT_EQ(j.status, 2);
+  EXPECT_NE(j.out.find("--json: /nonexistent-folder/out.json: the folder /nonexistent-folder does not exist"), std::string::npos) << j.out;
+  EXPECT_EQ(j.out.find("#bytes"), std::string::npos) << "the run went ahead: " << j.out;
+  CliRun d = rdmalab(run + " --json " + tmpdir().string());
+  EXPECT_EQ(d.status, 2);
+  EXPECT_NE(d.out.find("is a folder, not a file"), std::string::npos) << d.out;
+  CliRun r = rdmalab("run " + scenario("write-bw-64k.yaml") + " --record /nonexistent-folder/run.rec");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.out.find("--record: /nonexistent-folder/run.rec: the folder /nonexistent-folder does not exist"), std::string::npos) << r.out;
+}
+
 TEST(Cli, HelpListValidateAndKeys) {
   for (const char* sub : {"--help", "run --help", "validate --help", "list --help", "keys --help"}) {
     CliRun h = rdmalab(sub);
