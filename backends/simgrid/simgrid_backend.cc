@@ -23,6 +23,7 @@
 #include <fmt/format.h>
 #include <simgrid/Exception.hpp>
 #include <simgrid/s4u.hpp>
+#include <simgrid/simix.hpp>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -492,6 +493,11 @@ struct alignas(64) Nic {
   // Whether the lists kept further down, rarely in use, hold anything (so that a wait does not
   // read them otherwise); set by whoever adds to them, cleared by the rank's wait once empty.
   bool has_timed = false, has_incoming = false, has_unreaped = false;
+  // Its unmatched inbox receive was made but is not started yet (in World::batch: it starts before
+  // any request that matches it, which goes after it in the batch).
+  bool get_deferred = false;
+  // How many of the inbox's receives (the first ones) its wait has in its set, while blocked.
+  std::uint16_t gets_waited = 0;
   // Then what each wait uses, in the next three lines (the short lists hold their elements).
   SmallList<InboxRecv, 2> gets;
   // Its requests whose current transfer is on the wire (added by launch_phase, whichever actor
@@ -544,6 +550,18 @@ struct World {
   // was answered by it and is not woken again.
   std::vector<int> pending_wakes;
   std::vector<std::vector<int>> spare_lists;  // lists flushed before, kept with their capacity
+  // Transfers and inbox receives made but not started yet (s4u's put_init, get_init): the rank
+  // that made them starts them all in one simcall, start_batch(), before any other simcall of its
+  // own — so before any other rank runs. Every simcall is a context switch after which the rank's
+  // state is cold (every other rank ran in between): a ring step's transfer and the refill of its
+  // inbox used to cost one each. `batching` is set while a wait makes them (puts are otherwise
+  // started at once).
+  bool batching = false;
+  std::vector<sg4::CommPtr> batch;
+  std::uint32_t batch_puts = 0;   // requests' transfers among them
+  std::vector<int> deferred_gets;  // the ranks whose inbox receive is among them (Nic::get_deferred)
+  std::vector<sg4::CommPtr> spare_batch;  // a list started before, kept with its capacity
+  void start_batch();
   const Op* ending = nullptr;
   int ending_requester = -1;
   std::uint32_t ending_gen = 0;
@@ -570,6 +588,7 @@ struct World {
       const bool as_responder = r == ending->peer && ending->resp_epoch == n.epoch && ending->resp_gen == ending_gen;
       if (as_requester || as_responder) return;
     }
+    start_batch();  // resuming the Exec is a simcall: what was made starts first
     n.wake.fire();
   }
 
@@ -694,6 +713,7 @@ class alignas(64) SimQp final : public QueuePair {
   }
 
   void cancel_inflight() {
+    w_.start_batch();  // cancelling is a simcall: what was made starts first
     Ring<OpPtr> ops;
     ops.swap(inflight_);
     for (auto& op : ops) op->dead = true;
@@ -914,6 +934,25 @@ void list_timed(World& w, Op& op) {
   nic.has_timed = true;
 }
 
+// Starts, in one simcall, what was made without starting (World::batch), in the order made. The
+// list is the caller's own from here on: others run before the simcall is carried out, and may
+// batch too.
+void World::start_batch() {
+  if (batch.empty()) return;
+  for (int r : deferred_gets) nics[static_cast<std::size_t>(r)]->get_deferred = false;
+  deferred_gets.clear();
+  batch_puts = 0;
+  std::vector<sg4::CommPtr> mine;
+  mine.swap(spare_batch);
+  mine.swap(batch);
+  simgrid::kernel::actor::simcall_answered([&mine] {
+    for (auto& c : mine) c->vetoable_start();
+  });
+  mine.clear();
+  if (mine.capacity() > spare_batch.capacity()) mine.swap(spare_batch);
+}
+void start_batch(World& w) { w.start_batch(); }
+
 void launch_phase(World& w, Op& op) {
   SimQp* qp = op.qp;
   const SimQp* pq = qp->peer();
@@ -954,24 +993,26 @@ void launch_phase(World& w, Op& op) {
   // costs SimGrid less (3.32 keeps every sendto_async transfer in one list that it searches at
   // every end). Phase 0 is always started by the requester's actor, which is on its host.
   if (op.phase == 0 && peer_rank != qp->rank_ && src == w.hosts[static_cast<std::size_t>(qp->rank_)] &&
-      dst == w.hosts[static_cast<std::size_t>(peer_rank)] && pn.unmatched > 0 && !pn.exiting && !pn.inbox->empty()) {
-    for (auto& g : pn.gets)
-      if (!g.op) {
-        g.op = OpPtr(&op);
-        g.gen = op.gen;
-        break;
-      }
+      dst == w.hosts[static_cast<std::size_t>(peer_rank)] && pn.unmatched > 0 && !pn.exiting && (pn.get_deferred || !pn.inbox->empty())) {
+    std::size_t i = 0;
+    while (i + 1 < pn.gets.size() && pn.gets[i].op) ++i;  // the first without a request (unmatched > 0): the mailbox matches in order
+    pn.gets[i].op = OpPtr(&op);
+    pn.gets[i].gen = op.gen;
     --pn.unmatched;
-    if (pn.wake.blocked) {  // its wait has every receive of the inbox: it wakes when this transfer ends
+    if (pn.wake.blocked && i < pn.gets_waited) {  // its wait has that receive: it wakes when this transfer ends
       op.resp_epoch = pn.epoch;
       op.resp_gen = op.gen;
     }
     static char payload = 0;
     op.via_inbox = true;
-    op.comm = pn.inbox->put_async(&payload, bytes);
+    op.comm = pn.inbox->put_init(&payload, bytes);
+    w.batch.push_back(op.comm);
+    ++w.batch_puts;
+    if (!w.batching) start_batch(w);
     list_own(rn, op);
     return;
   }
+  start_batch(w);
   if (op.phase == 0 && peer_rank != qp->rank_ && !op.incoming) {
     op.incoming = true;
     pn.incoming.push_back(OpPtr(&op));
@@ -1230,18 +1271,29 @@ Status progress(World& w, int rank, double deadline, Done done) {
     if (!nic.launch_now.empty()) {
       // s4u calls, as below; only this rank's actor adds to the list (its posts), and it keeps
       // its capacity from step to step.
+      w.batching = true;
       for (std::size_t i = 0; i < nic.launch_now.size(); ++i) launch_if_due(w, *nic.launch_now[i]);
       nic.launch_now.clear();
     }
+    w.batching = true;
     while (nic.unmatched < Nic::kInboxDepth && !nic.exiting) {
-      // Receives for the inbox (s4u calls: others run meanwhile; everything is looked at after).
+      // Receives for the inbox, started with the transfers above in one simcall (others run
+      // meanwhile; everything is looked at after).
       Nic::InboxRecv& g = nic.gets.emplace_back();
       ++nic.unmatched;
       // Where SimGrid writes the (unused) payload pointer when a transfer ends: one place for all
       // receives, never inside `gets`, whose elements move.
       static void* sink = nullptr;
-      g.get = nic.inbox->get_async(&sink);
+      g.get = nic.inbox->get_init()->set_dst_data(&sink, sizeof(void*));
+      w.batch.push_back(g.get);
+      nic.get_deferred = true;
+      w.deferred_gets.push_back(rank);
     }
+    w.batching = false;
+    // They start with this rank's next simcall, whichever comes first (start_batch): as a rule its
+    // wait, where the next step's transfer joins them. Until then no other rank runs, so none sees
+    // a receive not yet started (an inbox looks empty and a request goes host to host).
+    if (nic.has_unreaped) start_batch(w);
     while (nic.has_unreaped) {  // s4u calls, as above
       if (nic.unreaped.empty()) {
         nic.has_unreaped = false;
@@ -1259,7 +1311,15 @@ Status progress(World& w, int rank, double deadline, Done done) {
     w.flush_wakes();
     if (done()) return Status::ok();
     if (w.aborted) return Status(Errc::bootstrap, w.abort_reason);
+    // A receive alone can wait for the next simcall of any rank, with whatever it starts: a rank
+    // that blocks with one is woken by the Exec if a transfer matches it meanwhile (rare: a rank
+    // refills its inbox when its last receive is matched, and blocks again for another transfer).
+    if (w.batch_puts > 0) {  // others run meanwhile: look again before waiting
+      start_batch(w);
+      continue;
+    }
     if (!nic.wake.exec) {  // others run while it is armed: look again before waiting
+      start_batch(w);  // a receive may wait through a block (below), not through another simcall
       nic.wake.arm();
       continue;
     }
@@ -1329,12 +1389,31 @@ Status progress(World& w, int rank, double deadline, Done done) {
       op->resp_epoch = nic.epoch;
       op->resp_gen = op->gen;
     }
-    for (auto& g : nic.gets) {
+    // Of the inbox's receives, those matched to a request (the first ones: the mailbox matches in
+    // order), or else the first one; each activity in a wait costs SimGrid cache lines at every
+    // wait. A request that matches a receive left out wakes the rank through its Exec.
+    auto started = [](const Nic::InboxRecv& g) { return g.get->get_impl() != nullptr; };
+    std::size_t waited = 0;
+    while (waited < nic.gets.size() && nic.gets[waited].op && started(nic.gets[waited])) ++waited;
+    if (waited == 0 && !nic.gets.empty() && started(nic.gets[0])) waited = 1;
+    nic.gets_waited = static_cast<std::uint16_t>(waited);
+    for (std::size_t i = 0; i < waited; ++i) {
+      Nic::InboxRecv& g = nic.gets[i];
       put(g.get);
       if (g.op && g.op->gen == g.gen) {
         g.op->resp_epoch = nic.epoch;
         g.op->resp_gen = g.gen;
       }
+    }
+    if (k == 0 && !nic.gets.empty() && !started(nic.gets[0])) {
+      // Nothing else would wake it but the Exec: its receive starts now, or it lets the simcall
+      // that starts it be carried out (others run meanwhile).
+      if (!w.batch.empty()) {
+        start_batch(w);
+      } else {
+        sg4::this_actor::yield();
+      }
+      continue;
     }
     put(nic.wake.exec);
     if (nic.set.size() > k) nic.set.resize(k);
@@ -1937,6 +2016,7 @@ Status simulate(const LaunchSpec& spec, const RankMain& main, const Scenario& sc
       // actor's death would cancel it under its sender).
       Nic& me = *w.nics[static_cast<std::size_t>(r)];
       me.exiting = true;
+      w.start_batch();  // cancelling is a simcall: what was made starts first
       std::vector<sg4::CommPtr> idle;
       for (auto& g : me.gets)
         if (!g.op) idle.push_back(g.get);
