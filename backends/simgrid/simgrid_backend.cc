@@ -550,12 +550,15 @@ struct World {
   // was answered by it and is not woken again.
   std::vector<int> pending_wakes;
   std::vector<std::vector<int>> spare_lists;  // lists flushed before, kept with their capacity
-  // Transfers and inbox receives made but not started yet (s4u's put_init, get_init): the rank
-  // that made them starts them all in one simcall, start_batch(), before any other simcall of its
-  // own — so before any other rank runs. Every simcall is a context switch after which the rank's
-  // state is cold (every other rank ran in between): a ring step's transfer and the refill of its
-  // inbox used to cost one each. `batching` is set while a wait makes them (puts are otherwise
-  // started at once).
+  // Transfers and inbox receives made but not started yet (s4u's put_init, get_init), started
+  // all in one simcall, start_batch(), in the order made. Every simcall is a context switch after
+  // which the rank's state is cold (every other rank ran in between): a ring step's transfer and
+  // the refill of its inbox used to cost one each. A rank starts its transfers before its next
+  // simcall of any kind. A receive may wait longer — through its rank's block, for whichever rank
+  // starts the list next — because a request that matches it goes after it here, and a rank's wait
+  // holds only receives already started (start_batch's simcall is carried out after the others
+  // of its round have run: until then the receive is neither here nor started). `batching` is set
+  // while a wait makes transfers (a transfer made elsewhere is started at once).
   bool batching = false;
   std::vector<sg4::CommPtr> batch;
   std::uint32_t batch_puts = 0;   // requests' transfers among them
@@ -1290,9 +1293,10 @@ Status progress(World& w, int rank, double deadline, Done done) {
       w.deferred_gets.push_back(rank);
     }
     w.batching = false;
-    // They start with this rank's next simcall, whichever comes first (start_batch): as a rule its
-    // wait, where the next step's transfer joins them. Until then no other rank runs, so none sees
-    // a receive not yet started (an inbox looks empty and a request goes host to host).
+    // They start with this rank's next simcall (start_batch), as a rule its wait, where a refill
+    // made now joins the next step's transfer (World::batch). A request to a rank whose receive is
+    // still unstarted after the list was handed to a simcall finds its inbox empty and goes host
+    // to host.
     if (nic.has_unreaped) start_batch(w);
     while (nic.has_unreaped) {  // s4u calls, as above
       if (nic.unreaped.empty()) {
@@ -1311,9 +1315,10 @@ Status progress(World& w, int rank, double deadline, Done done) {
     w.flush_wakes();
     if (done()) return Status::ok();
     if (w.aborted) return Status(Errc::bootstrap, w.abort_reason);
-    // A receive alone can wait for the next simcall of any rank, with whatever it starts: a rank
-    // that blocks with one is woken by the Exec if a transfer matches it meanwhile (rare: a rank
-    // refills its inbox when its last receive is matched, and blocks again for another transfer).
+    // A receive alone can wait for the next rank's start_batch: a rank that blocks with one not
+    // yet started is woken through its Exec if a transfer to that receive ends meanwhile (rare: a
+    // rank refills its inbox when its last receive is matched, and then blocks for another
+    // transfer, which as a rule ends first).
     if (w.batch_puts > 0) {  // others run meanwhile: look again before waiting
       start_batch(w);
       continue;
