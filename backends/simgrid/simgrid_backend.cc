@@ -1324,7 +1324,7 @@ Status progress(World& w, int rank, double deadline, Done done) {
       continue;
     }
     if (!nic.wake.exec) {  // others run while it is armed: look again before waiting
-      start_batch(w);  // a receive may wait through a block (below), not through another simcall
+      start_batch(w);  // arming is two simcalls: a refill made now starts in the same round
       nic.wake.arm();
       continue;
     }
