@@ -954,7 +954,6 @@ void World::start_batch() {
   mine.clear();
   if (mine.capacity() > spare_batch.capacity()) mine.swap(spare_batch);
 }
-void start_batch(World& w) { w.start_batch(); }
 
 void launch_phase(World& w, Op& op) {
   SimQp* qp = op.qp;
@@ -1011,11 +1010,11 @@ void launch_phase(World& w, Op& op) {
     op.comm = pn.inbox->put_init(&payload, bytes);
     w.batch.push_back(op.comm);
     ++w.batch_puts;
-    if (!w.batching) start_batch(w);
+    if (!w.batching) w.start_batch();
     list_own(rn, op);
     return;
   }
-  start_batch(w);
+  w.start_batch();
   if (op.phase == 0 && peer_rank != qp->rank_ && !op.incoming) {
     op.incoming = true;
     pn.incoming.push_back(OpPtr(&op));
@@ -1297,7 +1296,7 @@ Status progress(World& w, int rank, double deadline, Done done) {
     // made now joins the next step's transfer (World::batch). A request to a rank whose receive is
     // still unstarted after the list was handed to a simcall finds its inbox empty and goes host
     // to host.
-    if (nic.has_unreaped) start_batch(w);
+    if (nic.has_unreaped) w.start_batch();
     while (nic.has_unreaped) {  // s4u calls, as above
       if (nic.unreaped.empty()) {
         nic.has_unreaped = false;
@@ -1320,11 +1319,11 @@ Status progress(World& w, int rank, double deadline, Done done) {
     // rank refills its inbox when its last receive is matched, and then blocks for another
     // transfer, which as a rule ends first).
     if (w.batch_puts > 0) {  // others run meanwhile: look again before waiting
-      start_batch(w);
+      w.start_batch();
       continue;
     }
     if (!nic.wake.exec) {  // others run while it is armed: look again before waiting
-      start_batch(w);  // arming is two simcalls: a refill made now starts in the same round
+      w.start_batch();  // arming is two simcalls: a refill made now starts in the same round
       nic.wake.arm();
       continue;
     }
@@ -1414,7 +1413,7 @@ Status progress(World& w, int rank, double deadline, Done done) {
       // Nothing else would wake it but the Exec: its receive starts now, or it lets the simcall
       // that starts it be carried out (others run meanwhile).
       if (!w.batch.empty()) {
-        start_batch(w);
+        w.start_batch();
       } else {
         sg4::this_actor::yield();
       }
