@@ -493,13 +493,15 @@ struct alignas(64) Nic {
   // Whether the lists kept further down, rarely in use, hold anything (so that a wait does not
   // read them otherwise); set by whoever adds to them, cleared by the rank's wait once empty.
   bool has_timed = false, has_incoming = false, has_unreaped = false;
-  // Its unmatched inbox receive was made but is not started yet (in World::batch: it starts before
-  // any request that matches it, which goes after it in the batch).
-  bool get_deferred = false;
   // How many of the inbox's receives (the first ones) its wait has in its set, while blocked.
   std::uint16_t gets_waited = 0;
   // Then what each wait uses, in the next three lines (the short lists hold their elements).
   SmallList<InboxRecv, 2> gets;
+  std::size_t first_unmatched() {  // while unmatched > 0
+    std::size_t i = 0;
+    while (i + 1 < gets.size() && gets[i].op) ++i;
+    return i;
+  }
   // Its requests whose current transfer is on the wire (added by launch_phase, whichever actor
   // starts it; dropped by the rank's own wait once over), and those waiting for a start time
   // (start_op, an RNR retry). Only the rank's own actor removes entries, so a wait's indices into
@@ -562,7 +564,7 @@ struct World {
   bool batching = false;
   std::vector<sg4::CommPtr> batch;
   std::uint32_t batch_puts = 0;   // requests' transfers among them
-  std::vector<int> deferred_gets;  // the ranks whose inbox receive is among them (Nic::get_deferred)
+  bool in_batch(const sg4::CommPtr& c) const { return std::find(batch.begin(), batch.end(), c) != batch.end(); }
   std::vector<sg4::CommPtr> spare_batch;  // a list started before, kept with its capacity
   void start_batch();
   const Op* ending = nullptr;
@@ -942,8 +944,6 @@ void list_timed(World& w, Op& op) {
 // batch too.
 void World::start_batch() {
   if (batch.empty()) return;
-  for (int r : deferred_gets) nics[static_cast<std::size_t>(r)]->get_deferred = false;
-  deferred_gets.clear();
   batch_puts = 0;
   std::vector<sg4::CommPtr> mine;
   mine.swap(spare_batch);
@@ -993,11 +993,18 @@ void launch_phase(World& w, Op& op) {
   // A request between the two ranks' own hosts goes through the responder's inbox when it has a
   // receive waiting there: the transfer starts at once, exactly as a host-to-host one would, and
   // costs SimGrid less (3.32 keeps every sendto_async transfer in one list that it searches at
-  // every end). Phase 0 is always started by the requester's actor, which is on its host.
+  // every end). Phase 0 is always started by the requester's actor, which is on its host. The
+  // receive it matches is the inbox's first without a request (the mailbox matches in order): it
+  // is still in World::batch, where the request goes after it, or it is waiting in the mailbox.
+  // In between — handed to a simcall not carried out yet — it is neither: host to host then. (The
+  // mailbox's lines are read here rather than the receive's own: its isend reads them anyway.)
+  std::size_t i = 0;
+  auto receive_ready = [&] {
+    i = pn.first_unmatched();
+    return w.in_batch(pn.gets[i].get) || !pn.inbox->empty();
+  };
   if (op.phase == 0 && peer_rank != qp->rank_ && src == w.hosts[static_cast<std::size_t>(qp->rank_)] &&
-      dst == w.hosts[static_cast<std::size_t>(peer_rank)] && pn.unmatched > 0 && !pn.exiting && (pn.get_deferred || !pn.inbox->empty())) {
-    std::size_t i = 0;
-    while (i + 1 < pn.gets.size() && pn.gets[i].op) ++i;  // the first without a request (unmatched > 0): the mailbox matches in order
+      dst == w.hosts[static_cast<std::size_t>(peer_rank)] && pn.unmatched > 0 && !pn.exiting && receive_ready()) {
     pn.gets[i].op = OpPtr(&op);
     pn.gets[i].gen = op.gen;
     --pn.unmatched;
@@ -1288,8 +1295,6 @@ Status progress(World& w, int rank, double deadline, Done done) {
       static void* sink = nullptr;
       g.get = nic.inbox->get_init()->set_dst_data(&sink, sizeof(void*));
       w.batch.push_back(g.get);
-      nic.get_deferred = true;
-      w.deferred_gets.push_back(rank);
     }
     w.batching = false;
     // They start with this rank's next simcall (start_batch), as a rule its wait, where a refill
