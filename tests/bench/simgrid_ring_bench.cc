@@ -14,14 +14,15 @@
 // (the target); the sendto row shows what the other primitive would cost; the wait_any row is
 // SimGrid's own cost of the way rdmalab has to wait, with none of rdmalab's state (the floor).
 //
-//   build/bench/simgrid_ring_bench [RANKS [BYTES [PROGRAMS]]] [--progress] [--rounds N]
+//   build/bench/simgrid_ring_bench [RANKS [BYTES [PROGRAMS]]] [--progress | --quiet] [--rounds N]
 //   PROGRAMS: all (the default), pair (plain,rdmalab), or a comma-separated list of plain,
 //             sendto, waitany and rdmalab
 //   e.g. 1024 1GiB, 8192 1GiB rdmalab, 1024 1GiB plain,waitany,rdmalab --rounds 5
 //
 // Running one program alone is for profiling, and for scales where the sendto program is too
 // slow to wait for. Progress (simulated time reached, transfers, rate since the start) is
-// written to stderr about once a second when stderr is a terminal, or always with --progress.
+// written to stderr about once a second when stderr is a terminal and --quiet is not given, or
+// always with --progress.
 // --rounds N runs the chosen programs N times, alternating, and prints the minimum and median of
 // each (this machine's timings swing by 20 % and more from run to run: only runs made side by side
 // are compared).
@@ -358,10 +359,12 @@ Measured in_child(F f) {
 
 int main(int argc_in, char** argv_in) {
   std::vector<char*> pos;
-  g_progress = isatty(STDERR_FILENO) != 0;
+  bool progress = false, quiet = false;
   for (int i = 0; i < argc_in; ++i) {
     if (std::strcmp(argv_in[i], "--progress") == 0) {
-      g_progress = true;
+      progress = true;
+    } else if (std::strcmp(argv_in[i], "--quiet") == 0) {
+      quiet = true;
     } else if (std::strcmp(argv_in[i], "--rounds") == 0) {
       if (i + 1 >= argc_in || !whole_number(argv_in[i + 1], g_rounds) || g_rounds < 1) {
         fmt::print(stderr, "simgrid_ring_bench: --rounds takes a whole number of at least 1, got '{}'\n", i + 1 < argc_in ? argv_in[i + 1] : "");
@@ -371,6 +374,11 @@ int main(int argc_in, char** argv_in) {
     } else
       pos.push_back(argv_in[i]);
   }
+  if (progress && quiet) {
+    fmt::print(stderr, "simgrid_ring_bench: --progress and --quiet contradict each other: give one\n");
+    return 2;
+  }
+  g_progress = progress || (!quiet && isatty(STDERR_FILENO) != 0);
   const int argc = static_cast<int>(pos.size());
   char** argv = pos.data();
   int ranks = 1024;
