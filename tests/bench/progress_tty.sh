@@ -9,6 +9,10 @@ if ! command -v script >/dev/null; then
   echo "SKIP: util-linux's script is not installed (apt-get install bsdutils): no pseudo-terminal to run on"
   exit 77
 fi
+if ! probe=$(script -qec true /dev/null 2>&1); then
+  echo "SKIP: script cannot open a pseudo-terminal here: $probe"
+  exit 77
+fi
 marker='\[plain\] simulated'
 # The put/get program alone, long enough (several seconds) for the line, rewritten once a second.
 args=(768 768MiB plain)
