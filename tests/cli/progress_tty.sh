@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
-# The ring benchmark's progress line (issue 3: "off when output is not a terminal or with
-# --quiet"): run on a pseudo-terminal (util-linux's `script`) it is shown, and not with --quiet;
-# into a pipe it is not shown.
-#   tests/bench/progress_tty.sh BENCH
+# A long run's progress line on stderr (issue 3: "off when output is not a terminal or with
+# --quiet"): run on a pseudo-terminal (util-linux's `script`) it is shown, and not with --quiet
+# added; into a pipe it is not shown. The command must run for more than a second (the line is
+# written once a second).
+#   tests/cli/progress_tty.sh MARKER COMMAND [ARG...]     MARKER: a grep pattern of the line
 set -euo pipefail
-bench=${1:?usage: progress_tty.sh BENCH}
+if (($# < 2)); then
+  echo "usage: progress_tty.sh MARKER COMMAND [ARG...]" >&2
+  exit 2
+fi
+marker=$1
+shift
+cmd=("$@")
 if ! command -v script >/dev/null; then
   echo "SKIP: util-linux's script is not installed (apt-get install bsdutils): no pseudo-terminal to run on"
   exit 77
@@ -13,10 +20,7 @@ if ! probe=$(script -qec true /dev/null 2>&1); then
   echo "SKIP: script cannot open a pseudo-terminal here: $probe"
   exit 77
 fi
-marker='\[plain\] simulated'
-# The put/get program alone, long enough (several seconds) for the line, rewritten once a second.
-args=(768 768MiB plain)
-on_tty() { script -qec "$(printf '%q ' "$bench" "${args[@]}" "$@")" /dev/null; }
+on_tty() { script -qec "$(printf '%q ' "${cmd[@]}" "$@")" /dev/null; }
 t0=$EPOCHREALTIME
 shown=$(on_tty)
 t1=$EPOCHREALTIME
@@ -37,7 +41,7 @@ if grep -q "$marker" <<<"$quiet"; then
   echo "FAIL: a progress line on a terminal with --quiet"
   exit 1
 fi
-piped=$("$bench" "${args[@]}" 2>&1)
+piped=$("${cmd[@]}" 2>&1)
 if grep -q "$marker" <<<"$piped"; then
   echo "FAIL: a progress line into a pipe"
   exit 1
