@@ -21,10 +21,15 @@ if ! probe=$(script -qec true /dev/null 2>&1); then
   exit 77
 fi
 on_tty() { script -qec "$(printf '%q ' "${cmd[@]}" "$@")" /dev/null; }
+failed() {  # which run, its output
+  echo "FAIL: the command failed $1; its output ended:"
+  tail -5 <<<"$2"
+  exit 1
+}
 t0=$EPOCHREALTIME
-shown=$(on_tty)
+shown=$(on_tty) || failed "on a terminal" "$shown"
 t1=$EPOCHREALTIME
-ms=$(((${t1/./} - ${t0/./}) / 1000))
+ms=$(((${t1//[.,]/} - ${t0//[.,]/}) / 1000))  # microseconds (the locale's decimal mark) to ms
 if ! grep -q "$marker" <<<"$shown"; then
   if ((ms < 1500)); then
     echo "SKIP: the run took $ms ms, too short for a progress line (one a second)"
@@ -36,12 +41,12 @@ if ! grep -q "$marker" <<<"$shown"; then
 fi
 # (Whole outputs, then grep: `grep -q` in a pipeline ends it early, and with pipefail the
 # writer's SIGPIPE would read as no match.)
-quiet=$(on_tty --quiet)
+quiet=$(on_tty --quiet) || failed "on a terminal with --quiet" "$quiet"
 if grep -q "$marker" <<<"$quiet"; then
   echo "FAIL: a progress line on a terminal with --quiet"
   exit 1
 fi
-piped=$("${cmd[@]}" 2>&1)
+piped=$("${cmd[@]}" 2>&1) || failed "into a pipe" "$piped"
 if grep -q "$marker" <<<"$piped"; then
   echo "FAIL: a progress line into a pipe"
   exit 1
