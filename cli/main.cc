@@ -16,6 +16,7 @@
 
 #include "backends.h"
 #include "doctor.h"
+#include "validation.h"
 #include "rdmalab/calibration.h"
 #include "rdmalab/record.h"
 #include "rdmalab/run.h"
@@ -68,6 +69,12 @@ std::string note(const ResultRow& r, const char* key) {
   return it == r.notes.end() ? std::string() : it->second;
 }
 
+// The algorithm and, where it was split over several, the channels: "ring, 8 channels".
+std::string algorithm_text(const ResultRow& r) {
+  const std::string ch = note(r, "channels");
+  return ch.empty() || ch == "1" ? note(r, "algorithm") : fmt::format("{}, {} channels", note(r, "algorithm"), ch);
+}
+
 // nccl-tests' table: one line per size, out-of-place then in-place columns.
 void print_collective_table(const std::vector<const ResultRow*>& rows) {
   fmt::print("#{:>62}{:>36}\n", "out-of-place", "in-place");
@@ -93,7 +100,7 @@ void print_collective_table(const std::vector<const ResultRow*>& rows) {
       }
     }
     fmt::print(" {:>11} {:>12} {:>9} {:>6} {:>6} {} {}   {}\n", first->bytes, static_cast<std::uint64_t>(first->extra.at("count")),
-               note(*first, "type"), note(*first, "redop"), note(*first, "root"), cols(out), cols(in), note(*first, "algorithm"));
+               note(*first, "type"), note(*first, "redop"), note(*first, "root"), cols(out), cols(in), algorithm_text(*first));
   }
 }
 
@@ -413,6 +420,16 @@ int main(int argc, char** argv) {
   calib->add_option("predicted", cal_predicted, "the model's run of the same scenario (simgrid, calibrated model, no calibration file)")->required();
   calib->add_option("-o,--output", cal_out, "write the file here (default: standard output)");
 
+  std::vector<std::string> vcases{"tests/validation"};
+  std::string vjson;
+  double vmedian = 5;
+  auto* validation = app.add_subcommand("validation",
+                                        "run the validation cases (published measurements) on the model and print case, published, predicted, "
+                                        "ratio (docs/validation.md)");
+  validation->add_option("cases", vcases, "case files or folders of them (default: tests/validation)");
+  validation->add_option("--json", vjson, "also write the table as JSON to this file");
+  validation->add_option("--median", vmedian, "largest median |error| of the suite that passes, in percent (default 5)")->check(CLI::Range(0.0, 100.0));
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -432,5 +449,6 @@ int main(int argc, char** argv) {
   if (keys->parsed()) return cmd_keys();
   if (devices->parsed()) return cmd_devices(dev_backend, dev_json);
   if (calib->parsed()) return cmd_calibrate(cal_measured, cal_predicted, cal_out);
+  if (validation->parsed()) return cmd_validation(vcases, vjson, vmedian / 100);
   return 2;
 }

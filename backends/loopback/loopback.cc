@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "rdmalab/scenario.h"
+#include "rdmalab/run.h"
 
 namespace rdmalab::loopback {
 namespace {
@@ -829,7 +830,7 @@ class LoopbackBackend final : public Backend {
         LbDevice dev(fabric, r);
         RankBootstrap boot(shared, r, spec.ranks);
         WallRuntime rt(t0, fabric);
-        RankEnv env{r, spec.ranks, boot, rt, dev, host_memory()};
+        RankEnv env{r, spec.ranks, boot, rt, dev, host_memory(), scenario_node_shape(spec.scenario, spec.ranks)};
         Status st;
         try {
           st = main(env);

@@ -27,6 +27,9 @@ void add_fabric_keys(Schema& s) {
   s.add("fabric.calibration", T::string, "",
         "a calibration file: bandwidth and latency factors by message size for the calibrated model (rdmalab calibrate makes one; "
         "a relative path is read next to the scenario)");
+  s.add("fabric.switch.latency", T::time, "0ns",
+        "latency of each switch a message crosses, paid once per switch (fabric.link.latency is then the cable's); star, fat_tree "
+        "and rail_optimized", 0, 1e-3);
   s.add("record.interval", T::time, "10us", "simulated time between two samples of a --record file", 1e-9, 3600);
   s.add("fabric.fat_tree.levels", T::integer, "2", "switch levels above the nodes", 1, 8);
   s.add("fabric.fat_tree.down", T::int_list, "",
@@ -65,6 +68,9 @@ void add_fabric_keys(Schema& s) {
   s.add("fabric.node.memory.bandwidth", T::bandwidth, "300GB/s", "host memory of one socket, each direction", 1, 1e15);
   s.add("fabric.node.nvlink.bandwidth", T::bandwidth, "",
         "GPU to GPU inside a node through NVSwitch, each direction per GPU; unset: GPUs talk over PCIe", 1, 1e15);
+  s.add("fabric.node.nvlink.efficiency", T::number, "1",
+        "share of fabric.node.nvlink.bandwidth that NCCL's kernels reach on NVLink (protocol and flow control); presets take "
+        "NCCL's own per-link figure over the link's rate", 0.01, 1);
   s.add("fabric.node.staging_overhead", T::time, "4us",
         "per message and side on the staged path: launching and waiting for a cudaMemcpyAsync", 0, 1);
   s.add("fabric.node.gpudirect", T::boolean, "true",
@@ -91,7 +97,8 @@ void add_presets(Schema& s) {
                 "DGX A100-class node: 8 A100, 8 ConnectX-6 HDR 200 Gb/s, 4 PCIe Gen4 switches each with 2 GPUs and 2 NICs, "
                 "2 AMD EPYC 7742 sockets",
                 {{"fabric.link.bandwidth", "200Gbps"},     // ConnectX-6 HDR InfiniBand, 200 Gb/s per port (product brief)
-                 {"fabric.link.latency", "200ns"},         // HDR Quantum switch 130 ns port to port + a few metres of cable
+                 {"fabric.link.latency", "15ns"},          // a cable of about 3 m at about 5 ns/m
+                 {"fabric.switch.latency", "130ns"},       // Quantum HDR switch (QM8700): 130 ns port to port (product brief)
                  {"fabric.link_layer", "infiniband"},
                  {"fabric.mtu", "4KiB"},                   // InfiniBand MTU
                  {"fabric.nic.message_rate", "215e6"},     // ConnectX-6: up to 215 million messages/s (product brief)
@@ -99,12 +106,15 @@ void add_presets(Schema& s) {
                  {"fabric.node.pcie.bandwidth", "31.5GB/s"},  // PCIe Gen4 x16: 16 GT/s × 16 × 128/130 / 8
                  {"fabric.node.socket.bandwidth", "50GB/s"},  // EPYC 7002 inter-socket xGMI, order of magnitude
                  {"fabric.node.memory.bandwidth", "204.8GB/s"},  // 8 channels DDR4-3200 per socket
-                 {"fabric.node.nvlink.bandwidth", "300GB/s"}}}));  // A100 NVLink 3: 600 GB/s both directions
+                 {"fabric.node.nvlink.bandwidth", "300GB/s"},  // A100 NVLink 3: 12 links × 25 GB/s each direction
+                 // NCCL's model of one NVLink 3 link: 20.0 GB/s of data (src/graph/topo.h, SM80_NVLINK_BW) of 25.
+                 {"fabric.node.nvlink.efficiency", "0.8"}}}));
   s.add_preset(with_dgx({"fabric.preset", "cx7-ndr-h100",
                 "DGX H100-class node: 8 H100, 8 ConnectX-7 NDR 400 Gb/s, 4 PCIe Gen5 switches each with 2 GPUs and 2 NICs, "
                 "2 Intel Xeon 8480C sockets",
                 {{"fabric.link.bandwidth", "400Gbps"},     // ConnectX-7 NDR InfiniBand, 400 Gb/s per port (product brief)
-                 {"fabric.link.latency", "200ns"},         // NDR Quantum-2 switch port to port + a few metres of cable
+                 {"fabric.link.latency", "15ns"},          // a cable of about 3 m at about 5 ns/m
+                 {"fabric.switch.latency", "130ns"},       // Quantum-2 NDR switch (QM9700): port to port, as HDR's (product brief)
                  {"fabric.link_layer", "infiniband"},
                  {"fabric.mtu", "4KiB"},
                  {"fabric.nic.message_rate", "330e6"},     // ConnectX-7: 330-370 million messages/s (product brief)
@@ -112,7 +122,9 @@ void add_presets(Schema& s) {
                  {"fabric.node.pcie.bandwidth", "63GB/s"},    // PCIe Gen5 x16: 32 GT/s × 16 × 128/130 / 8
                  {"fabric.node.socket.bandwidth", "60GB/s"},  // 4 UPI 2.0 links at 16 GT/s, order of magnitude
                  {"fabric.node.memory.bandwidth", "307.2GB/s"},  // 8 channels DDR5-4800 per socket
-                 {"fabric.node.nvlink.bandwidth", "450GB/s"}}}));  // H100 NVLink 4: 900 GB/s both directions
+                 {"fabric.node.nvlink.bandwidth", "450GB/s"},  // H100 NVLink 4: 18 links × 25 GB/s each direction
+                 // NCCL's model of one NVLink 4 link: 20.6 GB/s of data (src/graph/topo.h, SM90_NVLINK_BW) of 25.
+                 {"fabric.node.nvlink.efficiency", "0.824"}}}));
 }
 
 namespace {
@@ -164,6 +176,12 @@ Status check_fabric(const Scenario& sc) {
   }
   const std::string topo = sc.get_string("fabric.topology");
   const std::int64_t nodes = sc.get_int("fabric.nodes");
+  if (sc.get_time("fabric.switch.latency") > 0 && topo != "star" && topo != "fat_tree" && topo != "rail_optimized")
+    return sc.error("fabric.switch.latency",
+                    fmt::format("is modelled on star, fat_tree and rail_optimized; a {} {}: fold the switches' latency into "
+                                "fabric.link.latency", topo, topo == "full" ? "joins nodes by direct cables" : "routes through SimGrid's own routers"));
+  if (sc.get_number("fabric.node.nvlink.efficiency") != 1 && !sc.has("fabric.node.nvlink.bandwidth"))
+    return sc.error("fabric.node.nvlink.efficiency", "applies to NVLink: set fabric.node.nvlink.bandwidth (or a fabric.preset) too");
   if (topo == "fat_tree") {
     for (const char* k : {"fabric.fat_tree.down", "fabric.fat_tree.up"})
       if (!sc.has(k)) return sc.error("fabric.topology", fmt::format("a fat_tree needs {} (see docs/backends/simgrid.md)", k));
@@ -280,13 +298,14 @@ FabricModel read_model(const Scenario& sc) {
   m.ranks = static_cast<int>(sc.get_int("fabric.nodes") * sc.get_int("fabric.gpus_per_node"));
   m.topology = sc.get_string("fabric.topology");
   m.alpha_beta = sc.get_string("fabric.model") == "alpha_beta";
-  m.nic_latency_in_routes = m.topology == "star" || m.topology == "full";
   NodeModel& nm = m.node;
   nm.on = sc.get_string("fabric.node.model") == "pcie" && m.topology != "rail_optimized";
+  m.nic_latency_in_routes = m.topology == "star" || m.topology == "full" || nm.on;
+  const double nvlink_eff = sc.get_number("fabric.node.nvlink.efficiency");
   if (m.topology == "rail_optimized") {
     m.rail.gpus = static_cast<int>(sc.get_int("fabric.gpus_per_node"));
     m.rail.spines = static_cast<int>(sc.get_int("fabric.rail.spines"));
-    m.rail.nvlink_bw = sc.get_bandwidth("fabric.node.nvlink.bandwidth");
+    m.rail.nvlink_bw = sc.get_bandwidth("fabric.node.nvlink.bandwidth") * nvlink_eff;
     m.rail.pcie_bw = sc.get_bandwidth("fabric.node.pcie.bandwidth");
     m.rail.pcie_lat = sc.get_time("fabric.node.pcie.latency");
   }
@@ -317,7 +336,7 @@ FabricModel read_model(const Scenario& sc) {
     nm.socket_bw = sc.get_bandwidth("fabric.node.socket.bandwidth");
     nm.socket_lat = sc.get_time("fabric.node.socket.latency");
     nm.memory_bw = sc.get_bandwidth("fabric.node.memory.bandwidth");
-    nm.nvlink_bw = sc.has("fabric.node.nvlink.bandwidth") ? sc.get_bandwidth("fabric.node.nvlink.bandwidth") : 0;
+    nm.nvlink_bw = sc.has("fabric.node.nvlink.bandwidth") ? sc.get_bandwidth("fabric.node.nvlink.bandwidth") * nvlink_eff : 0;
     nm.staging_overhead = sc.get_time("fabric.node.staging_overhead");
     nm.gpudirect = sc.get_bool("fabric.node.gpudirect");
   }
@@ -524,6 +543,12 @@ class NodeBuilder {
 std::vector<RankEndpoints> build_platform(const Scenario& sc, const FabricModel& model) {
   const double bw = sc.get_bandwidth("fabric.link.bandwidth");
   const double lat = sc.get_time("fabric.link.latency");
+  // Each switch crossed is paid once: a route from a node up to its leaf and down again crosses
+  // one switch and two node links, so a node's link carries half a switch; every link above the
+  // leaves carries one (going up k levels and down crosses 2k node/uplinks and 2k - 1 switches:
+  // 2 × ½ + (2k - 2) × 1).
+  const double sw_lat = sc.get_time("fabric.switch.latency");
+  const double node_link_lat = lat + sw_lat / 2, upper_link_lat = lat + sw_lat;
   const int n = model.ranks;
   const NodeModel& nm = model.node;
   const int machines = nm.on ? n / nm.gpus : n;
@@ -568,7 +593,7 @@ std::vector<RankEndpoints> build_platform(const Scenario& sc, const FabricModel&
     // A node with several NICs has as many ports on the switch: its link carries all of them.
     const double node_bw = nm.on ? bw * nm.nics : bw;
     for (int i = 0; i < machines; ++i) {
-      auto* link = zone->create_split_duplex_link(fmt::format("link-{}", i), node_bw)->set_latency(lat)->seal();
+      auto* link = zone->create_split_duplex_link(fmt::format("link-{}", i), node_bw)->set_latency(node_link_lat)->seal();
       std::vector<sg4::LinkInRoute> route;
       if (nic_lat > 0) route.emplace_back(nic_link(zone, static_cast<unsigned long>(i)));
       route.emplace_back(link, sg4::LinkInRoute::Direction::UP);
@@ -599,7 +624,7 @@ std::vector<RankEndpoints> build_platform(const Scenario& sc, const FabricModel&
     for (int k = 0; k < rm.spines; ++k) spine.push_back(zone->create_router(fmt::format("spine-{}", k)));
     for (int g = 0; g < G; ++g)
       for (int k = 0; k < rm.spines; ++k) {
-        auto* l = split(fmt::format("rail-{}-spine-{}", g, k), bw, lat);
+        auto* l = split(fmt::format("rail-{}-spine-{}", g, k), bw, upper_link_lat);
         edge(leaf[static_cast<std::size_t>(g)], spine[static_cast<std::size_t>(k)], {sg4::LinkInRoute(l, UP), sg4::LinkInRoute(spine_hop)});
         edge(spine[static_cast<std::size_t>(k)], leaf[static_cast<std::size_t>(g)], {sg4::LinkInRoute(l, DOWN), sg4::LinkInRoute(spine_hop)});
       }
@@ -619,7 +644,7 @@ std::vector<RankEndpoints> build_platform(const Scenario& sc, const FabricModel&
         nic.push_back(zone->create_router(fmt::format("node-{}-nic{}", i, g)));
         pcie.push_back(split(fmt::format("node-{}-pcie{}", i, g), rm.pcie_bw, rm.pcie_lat));
         nvl.push_back(split(fmt::format("node-{}-nvlink{}", i, g), rm.nvlink_bw, 0));
-        auto* cable = split(fmt::format("rail-{}-{}", i, g), bw, lat);  // NIC g of node i to rail leaf g
+        auto* cable = split(fmt::format("rail-{}-{}", i, g), bw, node_link_lat);  // NIC g of node i to rail leaf g
         auto* np = h->get_netpoint();
         edge(np, np, {sg4::LinkInRoute(self)});
         edge(np, nic.back(), {sg4::LinkInRoute(pcie.back(), UP)});
@@ -677,13 +702,24 @@ std::vector<RankEndpoints> build_platform(const Scenario& sc, const FabricModel&
     auto* zone =
         sg4::create_fatTree_zone("fabric", nullptr, sg4::FatTreeParams(levels, down, up, par), callbacks, bw, lat, policy);
     zone->seal();
-    // Per tier: the links above the leaves (level 2 and up) take the spine's figures.
-    if (sc.has("fabric.spine.bandwidth") || sc.has("fabric.spine.latency")) {
+    // Per tier: the links above the leaves (level 2 and up) take the spine's figures and a
+    // switch's latency each; a node's links to its leaves carry half a switch, and the ports of
+    // every NIC the node has (its NICs' cables, spread over the links to its leaves).
+    const auto up0 = static_cast<int>(up[0] * par[0]);
+    const double ports = nm.on && nm.nics > up0 ? static_cast<double>(nm.nics) / up0 : 1.0;
+    const double spine_bw = sc.has("fabric.spine.bandwidth") ? sc.get_bandwidth("fabric.spine.bandwidth") : bw;
+    const double spine_lat = (sc.has("fabric.spine.latency") ? sc.get_time("fabric.spine.latency") : lat) + sw_lat;
+    if (sc.has("fabric.spine.bandwidth") || sc.has("fabric.spine.latency") || sw_lat > 0 || ports > 1) {
       for (sg4::Link* l : sg4::Engine::get_instance()->get_all_links()) {
         long c = 0, p = 0, k = 0;
-        if (std::sscanf(l->get_name().c_str(), "link_from_%ld_%ld_%ld_", &c, &p, &k) != 3 || fat_tree_level(sc, machines, k) < 2) continue;
-        if (sc.has("fabric.spine.bandwidth")) l->set_bandwidth(sc.get_bandwidth("fabric.spine.bandwidth"));
-        if (sc.has("fabric.spine.latency")) l->set_latency(sc.get_time("fabric.spine.latency"));
+        if (std::sscanf(l->get_name().c_str(), "link_from_%ld_%ld_%ld_", &c, &p, &k) != 3) continue;
+        if (fat_tree_level(sc, machines, k) >= 2) {
+          l->set_bandwidth(spine_bw);
+          l->set_latency(spine_lat);
+        } else {
+          l->set_bandwidth(bw * ports);
+          l->set_latency(node_link_lat);
+        }
       }
     }
   } else if (model.topology == "torus") {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "rdmalab/backend.h"
 #include "rdmalab/scenario.h"
 #include "rdmalab/status.h"
 
@@ -34,7 +35,7 @@ struct NodeModel {
   double pcie_bw = 0, pcie_lat = 0;      // each device's PCIe link, and each switch's uplink to its root
   double socket_bw = 0, socket_lat = 0;  // between two CPU sockets
   double memory_bw = 0;                  // host memory per socket, each direction
-  double nvlink_bw = 0;                  // GPU to GPU in a node (NVSwitch), each direction; 0 = over PCIe
+  double nvlink_bw = 0;                  // GPU to GPU in a node (NVSwitch), each direction, as NCCL moves data; 0 = over PCIe
   double staging_overhead = 0;           // per message and side on the staged path (cudaMemcpyAsync)
   bool gpudirect = true;                 // the NIC can reach GPU memory (dmabuf or peermem)
   int socket_of_switch(int s) const { return switch_socket[static_cast<std::size_t>(s)]; }
@@ -63,11 +64,18 @@ struct FabricModel {
   NicModel nic;
   int ranks = 0;
   std::string topology;
-  // Where the NIC latency is paid. Star and full zones: as a link on each node's routes (their
-  // path from a node to itself crosses the node's link, so a NIC doorbell is not instantaneous and
-  // a start delay would be noticed late). Cluster zones (zero-latency loopbacks): as a delay of
-  // 2 × nic_latency_s before the sender starts the transfer.
+  // Where the NIC latency is paid, once per NIC crossed. With a node model: on each NIC's link
+  // inside the node. Star and full zones: as a link on each node's routes (their path from a node
+  // to itself crosses the node's link, so a NIC doorbell is not instantaneous and a start delay
+  // would be noticed late). Other zones without a node model (zero-latency loopbacks): as a delay
+  // of 2 × nic_latency_s before the sender starts the transfer.
   bool nic_latency_in_routes = true;
+  // The node shape the collectives lay their rings out on (NodeShape in backend.h).
+  NodeShape shape() const {
+    if (rail.gpus > 0) return {rail.gpus, rail.gpus};
+    if (node.on) return {node.gpus, node.nics};
+    return {};
+  }
 };
 
 // Declares the fabric keys the SimGrid backend reads.

@@ -2011,7 +2011,7 @@ Status simulate(const LaunchSpec& spec, const RankMain& main, const Scenario& sc
       SimDevice dev(w, r);
       SimBootstrap boot(w, r, spec.ranks);
       SimRuntime rt(w, r);
-      RankEnv env{r, spec.ranks, boot, rt, dev, host_memory()};
+      RankEnv env{r, spec.ranks, boot, rt, dev, host_memory(), w.model.shape()};
       Status st;
       try {
         st = main(env);

@@ -30,6 +30,7 @@
 
 #include "common/child_process.h"
 #include "rdmalab/scenario.h"
+#include "rdmalab/run.h"
 #include "rdmalab/tcp_bootstrap.h"
 #include "mpi_bootstrap.h"
 #include "rdmalab/units.h"
@@ -931,7 +932,7 @@ Status run_rank(const LaunchSpec& spec, const RankMain& main, Bootstrap& boot, c
   dev.boot = &boot;
   dev.gpu_path = o.gpu_path;
   WallRuntime rt(&boot);
-  RankEnv env{boot.rank(), boot.size(), boot, rt, dev, host_memory()};
+  RankEnv env{boot.rank(), boot.size(), boot, rt, dev, host_memory(), scenario_node_shape(spec.scenario, boot.size())};
   Status st;
   try {
     st = main(env);

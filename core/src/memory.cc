@@ -155,13 +155,14 @@ class HostMemory : public MemoryProvider {
 
 class PhantomMemory final : public MemoryProvider {
  public:
-  MemoryKind kind() const override { return MemoryKind::phantom; }
+  explicit PhantomMemory(MemoryKind as) : as_(as) {}
+  MemoryKind kind() const override { return as_; }
   Result<Buffer> allocate(std::size_t bytes) override {
     constexpr std::uint64_t kPage = 4096;
     // Above the canonical x86-64 user range: no real buffer can overlap these addresses.
     std::uint64_t size = (std::max<std::uint64_t>(bytes, 1) + kPage - 1) / kPage * kPage;
     std::uint64_t addr = next_.fetch_add(size + kPage);
-    return Buffer(reinterpret_cast<void*>(addr), bytes, MemoryKind::phantom, [](void*) {});
+    return Buffer(reinterpret_cast<void*>(addr), bytes, as_, [](void*) {});
   }
   Status fill(const Buffer&, std::size_t, std::size_t, std::uint64_t) override { return Status::ok(); }
   Result<std::uint64_t> verify(const Buffer&, std::size_t, std::size_t, std::uint64_t) override {
@@ -179,7 +180,9 @@ class PhantomMemory final : public MemoryProvider {
   }
 
  private:
-  std::atomic<std::uint64_t> next_{1ull << 60};
+  MemoryKind as_;
+  // Both kinds hand out addresses from one range, so no two phantom buffers overlap.
+  static inline std::atomic<std::uint64_t> next_{1ull << 60};
 };
 
 // Host bytes that a simulator treats as GPU memory: the backend routes their transfers through
@@ -212,7 +215,12 @@ MemoryProvider& modelled_gpu_memory() {
 }
 
 MemoryProvider& phantom_memory() {
-  static PhantomMemory mem;
+  static PhantomMemory mem(MemoryKind::phantom);
+  return mem;
+}
+
+MemoryProvider& phantom_gpu_memory() {
+  static PhantomMemory mem(MemoryKind::cuda);
   return mem;
 }
 

@@ -63,6 +63,14 @@ Status check_run(const Scenario& sc, Backend& backend) {
   return Status::ok();
 }
 
+NodeShape scenario_node_shape(const Scenario* sc, int ranks) {
+  NodeShape shape;
+  if (!sc) return shape;
+  const auto g = static_cast<int>(sc->get_int("fabric.gpus_per_node"));
+  if (g > 1 && ranks % g == 0) shape.ranks_per_node = g;
+  return shape;
+}
+
 namespace {
 
 // Whether a rank's device gets the staged GPU path's layer (staging.h): GPU memory on a backend

@@ -37,8 +37,13 @@ Schema core_schema() {
   s.add("workload.verify", T::boolean, "true", "check every payload byte that arrives");
   s.add_choice(
       "workload.memory", "host",
-      "where buffers live: host, cuda (GPU), or phantom (simulated only: sizes without bytes, for runs too large to hold)",
+      "where buffers live: host, cuda (GPU), or phantom (host memory without bytes: the same as host with workload.payload: "
+      "phantom)",
       {"host", "cuda", "phantom"});
+  s.add_choice("workload.payload", "real",
+               "real: buffers hold their bytes and every byte is checked; phantom: sizes and addresses without bytes (the model only), "
+               "so a run of thousands of GPUs needs no memory for payloads; the data path stays that of workload.memory",
+               {"real", "phantom"});
   s.add_choice("workload.gpu_path", "auto",
                "how a NIC reaches GPU memory: dmabuf, peermem (both GPUDirect RDMA), staged (host bounce buffers); auto tries them in that "
                "order",
@@ -50,6 +55,9 @@ Schema core_schema() {
   s.add_choice("workload.algorithm", "auto", "collective algorithm; auto picks per size as NCCL does (docs/collectives.md)",
                {"auto", "ring", "tree", "rhd", "chain", "binomial", "pairwise"});
   s.add("workload.chunk", T::size, "512KiB", "bytes per pipelined chunk of a collective (NCCL's step)", 1, 1u << 30);
+  s.add("workload.channels", T::string, "auto",
+        "NCCL's channels: rings a ring collective is split over, each with its own order and connections; auto: one per NIC of a "
+        "node when the ranks span several nodes, else 1 (docs/collectives.md); or a count 1..64");
   s.add("workload.slots", T::integer, "8", "staging slots per connection of a collective (chunks in flight)", 1, 1024);
   s.add_choice("workload.placement", "both", "collectives: run out-of-place, in-place, or both (nccl-tests prints both)",
                {"both", "out_of_place", "in_place"});

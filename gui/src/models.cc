@@ -99,7 +99,7 @@ namespace {
 // Columns that say which row it is rather than what was measured.
 bool identifying(const std::string& h) {
   return h == "workload" || h == "#bytes" || h == "#iterations" || h == "size (B)" || h == "count" || h == "type" || h == "redop" ||
-         h == "root" || h == "placement" || h == "algorithm" || h == "model" || h == "parallelism" || h == "grad bytes";
+         h == "root" || h == "placement" || h == "algorithm" || h == "channels" || h == "model" || h == "parallelism" || h == "grad bytes";
 }
 }  // namespace
 

@@ -19,6 +19,14 @@ struct Scenario;
 class Schema;
 class MetricsSink;
 
+// The shape of the nodes a backend runs or models, as the collectives need it to lay out their
+// rings (NCCL learns the same from its topology detection): ranks packed on nodes, rank r on
+// node r / ranks_per_node, and the NICs each node has.
+struct NodeShape {
+  int ranks_per_node = 1;
+  int nics = 1;
+};
+
 // Everything one rank's code may use.
 struct RankEnv {
   int rank = 0;
@@ -27,11 +35,15 @@ struct RankEnv {
   Runtime& rt;
   Device& dev;
   MemoryProvider& mem;
+  NodeShape shape{};
 };
 
 // The provider a rank allocates `kind` memory from: the modelled GPU memory on a backend that
 // models GPUs (SimGrid), else the process's provider (null when there is none).
-inline MemoryProvider* memory_for(const RankEnv& env, MemoryKind kind) {
+// With phantom_payload (workload.payload: phantom): buffers without bytes that take the data
+// path of `kind` (a backend whose capabilities list MemoryKind::phantom stores no bytes there).
+inline MemoryProvider* memory_for(const RankEnv& env, MemoryKind kind, bool phantom_payload = false) {
+  if (phantom_payload || kind == MemoryKind::phantom) return kind == MemoryKind::cuda ? &phantom_gpu_memory() : &phantom_memory();
   if (kind == MemoryKind::cuda && env.dev.caps().models_gpu_memory) return &modelled_gpu_memory();
   return memory_provider(kind);
 }

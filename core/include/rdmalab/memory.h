@@ -137,6 +137,9 @@ MemoryProvider& modelled_gpu_memory();
 // The provider for phantom memory: allocate() hands out address ranges that no real pointer
 // can have; fill/clear/write do nothing; verify and read refuse (Errc::not_supported).
 MemoryProvider& phantom_memory();
+// Phantom memory whose buffers are of kind cuda: no bytes, but a backend routes their transfers
+// through the modelled GPU's data path (NVLink, GPUDirect or staging), as real GPU memory's.
+MemoryProvider& phantom_gpu_memory();
 // The provider for a kind, or nullptr when none is installed (cuda without a GPU build).
 MemoryProvider* memory_provider(MemoryKind kind);
 // Installs the provider for a kind (the GPU module does this for cuda). Not thread-safe:

@@ -19,6 +19,11 @@ Schema full_schema(const BackendRegistry& backends);
 // How many ranks a scenario runs (fabric.nodes × fabric.gpus_per_node).
 int scenario_ranks(const Scenario& sc);
 
+// The node shape a scenario describes to a backend that does not model nodes itself (loopback,
+// verbs): fabric.gpus_per_node ranks per node when it divides `ranks`, one NIC each. A null
+// scenario: one rank per node.
+NodeShape scenario_node_shape(const Scenario* sc, int ranks);
+
 // Everything checked before a run: backend usable, backend's own keys, workload keys and caps.
 // Errors: invalid_argument (scenario), not_found / not_supported (backend).
 Status check_run(const Scenario& sc, Backend& backend);

@@ -74,6 +74,26 @@ double busbw_factor(Collective c, int n) {
   }
 }
 
+std::vector<int> ring_order(int ranks, int ranks_per_node, int channel) {
+  std::vector<int> order(static_cast<std::size_t>(ranks));
+  const int g = ranks_per_node;
+  for (int r = 0; r < ranks; ++r) order[static_cast<std::size_t>(r)] = r;
+  if (g <= 1 || ranks % g != 0) return order;
+  const int c = ((channel % g) + g) % g;
+  for (int node = 0; node < ranks / g; ++node)
+    for (int k = 0; k < g; ++k) order[static_cast<std::size_t>(node * g + k)] = node * g + (c + k) % g;
+  return order;
+}
+
+int auto_channels(int ranks, int ranks_per_node, int nics_per_node) {
+  const bool several_nodes = ranks_per_node >= 1 && ranks > ranks_per_node;
+  return several_nodes && nics_per_node > 1 ? nics_per_node : 1;
+}
+
+bool uses_channels(Collective c, Algorithm a) {
+  return a == Algorithm::ring && (c == Collective::all_reduce || c == Collective::all_gather || c == Collective::reduce_scatter);
+}
+
 namespace {
 
 // In-order binary tree on "virtual" ranks 0..p-1 rooted at 0 (NCCL's btree): a node's parent
@@ -151,31 +171,57 @@ struct Builder {
   int mod(int x) const { return ((x % a.ranks) + a.ranks) % a.ranks; }
 };
 
-Plan all_reduce_ring(Builder& b) {
-  const auto& a = b.a;
-  const int p = a.ranks, r = a.rank, next = b.mod(r + 1), prev = b.mod(r - 1);
-  const Ref in = a.in_place ? Ref{Buf::out, 0} : Ref{Buf::in, 0};
-  const Ref out{Buf::out, 0};
-  if (p == 1) {
-    b.copy(out, in, a.count * b.es);
-    return b.plan;
+// One channel's ring: the ranks in the order data flows, and where this rank stands in it.
+struct Ring {
+  std::vector<int> order;
+  int pos = 0, chan = 0;
+  Ring(const CollectiveArgs& a, int channel) : order(ring_order(a.ranks, a.ranks_per_node, channel)), chan(channel) {
+    pos = static_cast<int>(std::find(order.begin(), order.end(), a.rank) - order.begin());
   }
+  int p() const { return static_cast<int>(order.size()); }
+  // The rank k places after this one (k < 0: before).
+  int at(int k) const { return order[static_cast<std::size_t>(((pos + k) % p() + p()) % p())]; }
+  int next() const { return at(1); }
+  int prev() const { return at(-1); }
+};
+
+// Channel c's share of n elements: [first, first + len) elements, balanced.
+std::uint64_t share_first(std::uint64_t n, int channels, int c) { return n * static_cast<std::uint64_t>(c) / static_cast<std::uint64_t>(channels); }
+std::uint64_t share_len(std::uint64_t n, int channels, int c) { return share_first(n, channels, c + 1) - share_first(n, channels, c); }
+
+// The ring over one channel's slice [lo, lo + n) elements of the vector.
+void all_reduce_ring_channel(Builder& b, const Ring& ring, std::uint64_t lo, std::uint64_t n) {
+  const auto& a = b.a;
+  const int p = ring.p(), r = ring.pos, next = ring.next(), prev = ring.prev(), ch = ring.chan;
+  const Ref in = Builder::at(a.in_place ? Ref{Buf::out, 0} : Ref{Buf::in, 0}, lo * b.es);
+  const Ref out{Buf::out, lo * b.es};
   // Reduce-scatter: at step s send block r-s (own input at s=0, then what was just reduced) and
-  // reduce block r-s-1 arriving from prev. After p-1 steps block r+1 is complete here.
+  // reduce block r-s-1 arriving from prev. After p-1 steps block r+1 is complete here. Blocks
+  // are numbered by place in the ring.
   std::vector<int> rs(static_cast<std::size_t>(p - 1), -1);
   for (int s = 0; s < p - 1; ++s) {
     int sb = b.mod(r - s), rb = b.mod(r - s - 1);
-    b.send(next, 0, Builder::at(s == 0 ? in : out, b.block_first(a.count, p, sb)), b.block_len(a.count, p, sb), s == 0 ? -1 : rs[static_cast<std::size_t>(s - 1)], true);
-    rs[static_cast<std::size_t>(s)] = b.recv_reduce(prev, 0, Builder::at(out, b.block_first(a.count, p, rb)), Builder::at(in, b.block_first(a.count, p, rb)),
-                                                     b.block_len(a.count, p, rb));
+    b.send(next, ch, Builder::at(s == 0 ? in : out, b.block_first(n, p, sb)), b.block_len(n, p, sb), s == 0 ? -1 : rs[static_cast<std::size_t>(s - 1)], true);
+    rs[static_cast<std::size_t>(s)] = b.recv_reduce(prev, ch, Builder::at(out, b.block_first(n, p, rb)), Builder::at(in, b.block_first(n, p, rb)),
+                                                    b.block_len(n, p, rb));
   }
   // All-gather: pass the complete blocks around.
   int last = rs.back();
   for (int s = 0; s < p - 1; ++s) {
     int sb = b.mod(r + 1 - s), rb = b.mod(r - s);
-    b.send(next, 0, Builder::at(out, b.block_first(a.count, p, sb)), b.block_len(a.count, p, sb), last, true);
-    last = b.recv_copy(prev, 0, Builder::at(out, b.block_first(a.count, p, rb)), b.block_len(a.count, p, rb));
+    b.send(next, ch, Builder::at(out, b.block_first(n, p, sb)), b.block_len(n, p, sb), last, true);
+    last = b.recv_copy(prev, ch, Builder::at(out, b.block_first(n, p, rb)), b.block_len(n, p, rb));
   }
+}
+
+Plan all_reduce_ring(Builder& b) {
+  const auto& a = b.a;
+  if (a.ranks == 1) {
+    b.copy(Ref{Buf::out, 0}, a.in_place ? Ref{Buf::out, 0} : Ref{Buf::in, 0}, a.count * b.es);
+    return b.plan;
+  }
+  for (int c = 0; c < a.channels; ++c)
+    if (share_len(a.count, a.channels, c) > 0) all_reduce_ring_channel(b, Ring(a, c), share_first(a.count, a.channels, c), share_len(a.count, a.channels, c));
   return b.plan;
 }
 
@@ -279,43 +325,59 @@ Plan all_reduce_rhd(Builder& b) {
   return b.plan;
 }
 
+// Each rank's block (count / ranks elements) is split over the channels: channel c carries
+// share c of every block, around its own ring. Blocks keep their place in the buffer (block q is
+// rank q's), so a ring in another order still leaves the output in rank order.
 Plan all_gather_ring(Builder& b) {
   const auto& a = b.a;
-  const int p = a.ranks, r = a.rank, next = b.mod(r + 1), prev = b.mod(r - 1);
-  const std::uint64_t c = a.count / static_cast<std::uint64_t>(p) * b.es;  // bytes per rank
+  const std::uint64_t blk = a.count / static_cast<std::uint64_t>(a.ranks);  // elements per rank
+  const std::uint64_t c = blk * b.es;                                        // bytes per rank
   const Ref out{Buf::out, 0};
-  const Ref in = a.in_place ? Ref{Buf::out, static_cast<std::uint64_t>(r) * c} : Ref{Buf::in, 0};
-  b.copy(Builder::at(out, static_cast<std::uint64_t>(r) * c), in, c);
-  int last = -1;
-  for (int s = 0; s < p - 1; ++s) {
-    int sb = b.mod(r - s), rb = b.mod(r - s - 1);
-    b.send(next, 0, s == 0 ? in : Builder::at(out, static_cast<std::uint64_t>(sb) * c), c, last, true);
-    last = b.recv_copy(prev, 0, Builder::at(out, static_cast<std::uint64_t>(rb) * c), c);
+  const Ref in = a.in_place ? Ref{Buf::out, static_cast<std::uint64_t>(a.rank) * c} : Ref{Buf::in, 0};
+  b.copy(Builder::at(out, static_cast<std::uint64_t>(a.rank) * c), in, c);
+  for (int ch = 0; ch < a.channels && a.ranks > 1; ++ch) {
+    const std::uint64_t first = share_first(blk, a.channels, ch) * b.es, len = share_len(blk, a.channels, ch) * b.es;
+    if (len == 0) continue;
+    const Ring ring(a, ch);
+    auto block = [&](int q) { return Builder::at(out, static_cast<std::uint64_t>(q) * c + first); };
+    int last = -1;
+    for (int s = 0; s < a.ranks - 1; ++s) {
+      b.send(ring.next(), ch, s == 0 ? Builder::at(in, first) : block(ring.at(-s)), len, last, true);
+      last = b.recv_copy(ring.prev(), ch, block(ring.at(-s - 1)), len);
+    }
   }
   return b.plan;
 }
 
 Plan reduce_scatter_ring(Builder& b) {
   const auto& a = b.a;
-  const int p = a.ranks, r = a.rank, next = b.mod(r + 1), prev = b.mod(r - 1);
-  const std::uint64_t c = a.count / static_cast<std::uint64_t>(p) * b.es;
+  const int p = a.ranks;
+  const std::uint64_t blk = a.count / static_cast<std::uint64_t>(p);
+  const std::uint64_t c = blk * b.es;
   const Ref in = a.in_place ? Ref{Buf::out, 0} : Ref{Buf::in, 0};
-  const Ref out = a.in_place ? Ref{Buf::out, static_cast<std::uint64_t>(r) * c} : Ref{Buf::out, 0};
+  const Ref out = a.in_place ? Ref{Buf::out, static_cast<std::uint64_t>(a.rank) * c} : Ref{Buf::out, 0};
   const Ref scr{Buf::scratch, 0};
   if (p == 1) {
     b.copy(out, in, c);
     return b.plan;
   }
   b.plan.scratch_bytes = c * static_cast<std::uint64_t>(p);
-  int last = -1;
-  for (int s = 0; s < p - 1; ++s) {
-    int sb = b.mod(r - s - 1), rb = b.mod(r - s - 2);
-    auto boff = [&](int blk) { return static_cast<std::uint64_t>(blk) * c; };
-    b.send(next, 0, Builder::at(s == 0 ? in : scr, boff(sb)), c, last, true);
-    if (s == p - 2)
-      last = b.recv_reduce(prev, 0, out, Builder::at(in, boff(rb)), c);
-    else
-      last = b.recv_reduce(prev, 0, Builder::at(scr, boff(rb)), Builder::at(in, boff(rb)), c);
+  for (int ch = 0; ch < a.channels; ++ch) {
+    const std::uint64_t first = share_first(blk, a.channels, ch) * b.es, len = share_len(blk, a.channels, ch) * b.es;
+    if (len == 0) continue;
+    const Ring ring(a, ch);
+    auto boff = [&](int q) { return static_cast<std::uint64_t>(q) * c + first; };
+    // At step s this rank sends the partial sum of the block of the rank s+1 places before it,
+    // and reduces into the block of the rank s+2 places before; the last step's is its own.
+    int last = -1;
+    for (int s = 0; s < p - 1; ++s) {
+      int sb = ring.at(-s - 1), rb = ring.at(-s - 2);
+      b.send(ring.next(), ch, Builder::at(s == 0 ? in : scr, boff(sb)), len, last, true);
+      if (s == p - 2)
+        last = b.recv_reduce(ring.prev(), ch, Builder::at(out, first), Builder::at(in, boff(rb)), len);
+      else
+        last = b.recv_reduce(ring.prev(), ch, Builder::at(scr, boff(rb)), Builder::at(in, boff(rb)), len);
+    }
   }
   return b.plan;
 }

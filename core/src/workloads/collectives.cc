@@ -37,6 +37,8 @@ struct Params {
   bool out_of_place = true, in_place = true;
   bool verify = true;
   MemoryKind memory = MemoryKind::host;
+  bool phantom = false;
+  std::optional<int> channels;  // none: auto_channels for the node shape
   double timeout = 30;
   std::uint64_t seed = 1;
 };
@@ -52,6 +54,22 @@ std::optional<Algorithm> parse_algorithm(const std::string& s) {
   for (Algorithm a : {Algorithm::ring, Algorithm::tree, Algorithm::rhd, Algorithm::chain, Algorithm::binomial, Algorithm::pairwise})
     if (s == algorithm_name(a)) return a;
   return std::nullopt;
+}
+
+// workload.channels: "auto" (none) or a count 1..64; nullopt with ok = false when neither.
+std::optional<int> parse_channels(const std::string& s, bool& ok) {
+  ok = true;
+  if (s == "auto") return std::nullopt;
+  int n = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9' || n > 64) {
+      ok = false;
+      return std::nullopt;
+    }
+    n = n * 10 + (c - '0');
+  }
+  ok = !s.empty() && n >= 1 && n <= 64;
+  return n;
 }
 
 std::vector<std::uint64_t> requested_sizes(const Scenario& sc) {
@@ -84,7 +102,10 @@ Params read_params(const Scenario& sc, Collective coll) {
   p.out_of_place = place != "in_place";
   p.in_place = place != "out_of_place" && has_in_place(coll);
   p.memory = memory_kind_of(sc);
-  p.verify = sc.get_bool("workload.verify") && p.memory != MemoryKind::phantom;
+  p.phantom = phantom_payload(sc);
+  p.verify = sc.get_bool("workload.verify") && !p.phantom;
+  bool ok = true;
+  p.channels = parse_channels(sc.get_string("workload.channels"), ok);
   p.timeout = sc.get_time("workload.timeout");
   p.seed = static_cast<std::uint64_t>(sc.get_int("seed"));
   p.chunk = std::max<std::uint64_t>(p.chunk / dtype_size(p.dtype) * dtype_size(p.dtype), dtype_size(p.dtype));
@@ -175,6 +196,7 @@ std::vector<std::uint8_t> expected_output(const Params& p, int ranks, int rank, 
 struct SizePlan {
   std::uint64_t bytes = 0, count = 0;
   Algorithm algo = Algorithm::ring;
+  int channels = 1;
   Plan out_of_place, in_place;
 };
 
@@ -183,12 +205,16 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
   const std::size_t es = dtype_size(p.dtype);
   std::vector<SizePlan> sizes;
   std::vector<Plan> all;
+  const int channels = p.channels ? *p.channels : auto_channels(env.size, env.shape.ranks_per_node, env.shape.nics);
   for (std::uint64_t req : p.sizes) {
     SizePlan s;
     s.count = count_for(req, coll, p.dtype, env.size);
     s.bytes = s.count * es;
     s.algo = p.algo ? *p.algo : default_algorithm(coll, s.bytes, env.size);
     CollectiveArgs a{coll, s.algo, env.rank, env.size, p.root, s.count, es, false};
+    a.channels = uses_channels(coll, s.algo) ? channels : 1;
+    a.ranks_per_node = env.shape.ranks_per_node;
+    s.channels = a.channels;
     s.out_of_place = build_plan(a);
     a.in_place = true;
     if (p.in_place) s.in_place = build_plan(a);
@@ -202,6 +228,7 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
   cfg.dtype = p.dtype;
   cfg.op = p.op;
   cfg.memory = p.memory;
+  cfg.phantom = p.phantom;
   cfg.timeout = p.timeout;
   cfg.what = collective_name(coll);
   CollectiveEngine eng(env, cfg);
@@ -221,7 +248,7 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
       const bool in_place = place == 1;
       if (in_place ? !p.in_place : !p.out_of_place) continue;
       const Plan& plan = in_place ? s.in_place : s.out_of_place;
-      if (p.memory != MemoryKind::phantom) RDMALAB_TRY(load_inputs(s, in_place));
+      if (!p.phantom) RDMALAB_TRY(load_inputs(s, in_place));
       RDMALAB_TRY(env.boot.barrier());
       for (std::uint64_t i = 0; i < p.warmup; ++i) RDMALAB_TRY(eng.execute(plan));
       RDMALAB_TRY(env.boot.barrier());
@@ -271,6 +298,7 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
       row.notes["root"] = has_root(coll) ? std::to_string(p.root) : "-1";
       row.notes["placement"] = in_place ? "in-place" : "out-of-place";
       row.notes["algorithm"] = algorithm_name(s.algo);
+      row.notes["channels"] = std::to_string(s.channels);
       row.notes["verify"] = p.verify ? "on" : "off";
       rows.push_back(std::move(row));
     }
@@ -285,6 +313,11 @@ Status check_collective(const Scenario& sc, const Capabilities& caps, int ranks,
     return sc.error("workload.sizes", "give either workload.size or workload.sizes, not both");
   if (sc.is_set("workload.duration"))
     return sc.error("workload.duration", fmt::format("{} runs a fixed number of iterations per size (nccl-tests -n): give workload.iterations", name));
+  bool channels_ok = true;
+  parse_channels(sc.get_string("workload.channels"), channels_ok);
+  if (!channels_ok)
+    return sc.error("workload.channels", fmt::format("'{}' is not a channel count: auto, or a whole number from 1 to 64 (NCCL's "
+                                                     "MAXCHANNELS)", sc.get_string("workload.channels")));
   const std::string alg = sc.get_string("workload.algorithm");
   if (alg != "auto") {
     auto a = parse_algorithm(alg);

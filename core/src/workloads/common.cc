@@ -28,8 +28,19 @@ MemoryKind memory_kind_of(const Scenario& sc) {
   return m == "cuda" ? MemoryKind::cuda : m == "phantom" ? MemoryKind::phantom : MemoryKind::host;
 }
 
+bool phantom_payload(const Scenario& sc) {
+  return sc.get_string("workload.payload") == "phantom" || memory_kind_of(sc) == MemoryKind::phantom;
+}
+
 Status check_memory(const Scenario& sc, const Capabilities& caps) {
   const MemoryKind kind = memory_kind_of(sc);
+  if (phantom_payload(sc) && !caps.memory_kinds.has(MemoryKind::phantom))
+    return sc.error(sc.get_string("workload.payload") == "phantom" ? "workload.payload" : "workload.memory",
+                    "this backend moves real bytes: payloads without bytes exist only in a model (the simgrid backend)");
+  if (phantom_payload(sc) && kind == MemoryKind::cuda) {
+    if (!caps.memory_kinds.has(MemoryKind::cuda)) return sc.error("workload.memory", "this backend cannot register cuda memory");
+    return Status::ok();
+  }
   if (!(kind == MemoryKind::cuda && caps.models_gpu_memory) && !memory_provider(kind))
     return sc.error("workload.memory", fmt::format("no {} memory here: {}", memory_kind_name(kind), memory_unavailable_reason(kind)));
   if (!caps.memory_kinds.has(kind))

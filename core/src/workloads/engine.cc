@@ -85,7 +85,7 @@ struct CollectiveEngine::Exec {
 };
 
 CollectiveEngine::CollectiveEngine(RankEnv& env, EngineConfig config)
-    : env_(env), cfg_(config), mem_(memory_for(env, config.memory)), wcs_(kWcBatch) {}
+    : env_(env), cfg_(config), mem_(memory_for(env, config.memory, config.phantom)), wcs_(kWcBatch) {}
 
 CollectiveEngine::~CollectiveEngine() = default;
 

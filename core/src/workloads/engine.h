@@ -23,6 +23,7 @@ struct EngineConfig {
   DataType dtype = DataType::fp32;
   ReduceOp op = ReduceOp::sum;
   MemoryKind memory = MemoryKind::host;
+  bool phantom = false;  // buffers without bytes (workload.payload: phantom)
   double timeout = 30;
   const char* what = "a collective";  // for messages
 };

@@ -48,6 +48,7 @@ struct Params {
   bool cmp_swap = false;
   bool verify = true;
   MemoryKind memory = MemoryKind::host;
+  bool phantom = false;  // workload.payload: phantom (no bytes)
   double timeout = 30;
   std::uint64_t seed = 1;
 };
@@ -76,8 +77,9 @@ Params read_params(const Scenario& sc, Op op) {
   p.bidir = sc.get_bool("workload.bidirectional");
   p.cmp_swap = sc.get_string("workload.atomic") == "cmp_swap";
   p.memory = memory_kind_of(sc);
+  p.phantom = phantom_payload(sc);
   // Phantom buffers hold no bytes: there is nothing to check.
-  p.verify = sc.get_bool("workload.verify") && p.memory != MemoryKind::phantom;
+  p.verify = sc.get_bool("workload.verify") && !p.phantom;
   p.timeout = sc.get_time("workload.timeout");
   p.seed = static_cast<std::uint64_t>(sc.get_int("seed"));
   return p;
@@ -113,7 +115,7 @@ struct Pair {
   Exchange remote;
   std::vector<std::uint64_t> recv_outstanding;  // posted receives per QP
 
-  Pair(RankEnv& e, Params params, Op o) : env(e), p(std::move(params)), op(o), mem(memory_for(e, p.memory)) {}
+  Pair(RankEnv& e, Params params, Op o) : env(e), p(std::move(params)), op(o), mem(memory_for(e, p.memory, p.phantom)) {}
 
   // Every fill, check and clear of the buffers goes through these: where the NIC works on a host
   // copy of the memory (the staged GPU path, staging.h), the copy is brought up to date.
@@ -724,8 +726,8 @@ Status check_common(const Scenario& sc, const Capabilities& caps, int ranks, Op 
   if (kind == MemoryKind::cuda && latency && op == Op::write)
     return sc.error("workload.memory", fmt::format("{} sees a message arrive by polling its last byte from the CPU, which cannot read GPU memory "
                                                    "(perftest's write latency test has the same limit): use host memory, or send_lat", name));
-  if (kind == MemoryKind::phantom && (op == Op::atomic || (latency && op == Op::write)))
-    return sc.error("workload.memory", fmt::format("{} needs bytes that really change (counters, arrival markers): use host memory", name));
+  if (phantom_payload(sc) && (op == Op::atomic || (latency && op == Op::write)))
+    return sc.error(kind == MemoryKind::phantom ? "workload.memory" : "workload.payload", fmt::format("{} needs bytes that really change (counters, arrival markers): use host memory", name));
   return Status::ok();
 }
 

@@ -50,6 +50,7 @@ struct Params {
   std::uint64_t chunk = 512 * 1024;
   std::uint32_t slots = 8;
   MemoryKind memory = MemoryKind::host;
+  bool phantom = false;  // workload.payload: phantom (no bytes)
   bool verify = true;
   double timeout = 30;
   std::uint64_t seed = 1;
@@ -96,7 +97,8 @@ Params read_params(const Scenario& sc) {
   p.chunk = std::max<std::uint64_t>(sc.get_size("workload.chunk") / dtype_size(p.dtype) * dtype_size(p.dtype), dtype_size(p.dtype));
   p.slots = static_cast<std::uint32_t>(sc.get_int("workload.slots"));
   p.memory = memory_kind_of(sc);
-  p.verify = sc.get_bool("workload.verify") && p.memory != MemoryKind::phantom;
+  p.phantom = phantom_payload(sc);
+  p.verify = sc.get_bool("workload.verify") && !p.phantom;
   p.timeout = sc.get_time("workload.timeout");
   p.seed = static_cast<std::uint64_t>(sc.get_int("seed"));
   return p;
@@ -206,6 +208,7 @@ Status run_dp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
   cfg.dtype = p.dtype;
   cfg.op = ReduceOp::sum;
   cfg.memory = p.memory;
+  cfg.phantom = p.phantom;
   cfg.timeout = p.timeout;
   cfg.what = "train_dp";
   CollectiveEngine eng(env, cfg);
@@ -360,6 +363,7 @@ Status run_pp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
   cfg.chunk = p.chunk;
   cfg.slots = p.slots;
   cfg.memory = p.memory;
+  cfg.phantom = p.phantom;
   cfg.timeout = p.timeout;
   cfg.what = "train_pp";
   CollectiveEngine eng(env, cfg);

@@ -73,11 +73,32 @@ struct CollectiveArgs {
   std::uint64_t count = 0;  // elements, as nccl-tests counts them (see docs/collectives.md)
   std::size_t elem = 4;     // bytes per element
   bool in_place = false;
+  // NCCL's channels: the ring algorithms split the data over `channels` rings, each with its own
+  // order and connections (SendOp::chan / RecvOp::chan = the channel). With several ranks per
+  // node (packed: node n holds ranks n*ranks_per_node ..), channel c's ring enters every node at
+  // its local rank c and leaves it from local rank c-1, so the channels' rings cross between
+  // nodes on different GPUs and therefore through different NICs (ring_order).
+  int channels = 1;
+  int ranks_per_node = 1;
 };
+
+// The ring of channel `channel`: ranks in the order the data flows. Nodes in order; inside node
+// n the ranks n*G + (channel + k) mod G for k = 0..G-1 (G = ranks_per_node). A rank count that is
+// not a multiple of G, or G = 1: ranks in order, whatever the channel.
+std::vector<int> ring_order(int ranks, int ranks_per_node, int channel);
+
+// The channels `workload.channels: auto` runs (docs/collectives.md): one ring per NIC of a node
+// when the ranks span several nodes with several NICs each (NCCL's ring search finds one ring
+// through each NIC), else one.
+int auto_channels(int ranks, int ranks_per_node, int nics_per_node);
 
 // This rank's plan. `count` must already be rounded as nccl-tests does (a multiple of ranks for
 // all_gather, reduce_scatter and all_to_all).
 Plan build_plan(const CollectiveArgs& a);
+
+// Whether an algorithm's plan is split over CollectiveArgs::channels (the rings); the others
+// run on their own fixed channels (the tree's two trees) whatever the count.
+bool uses_channels(Collective c, Algorithm a);
 
 // The algorithms a collective offers (the first is used when none is named), and the one NCCL
 // would pick for a size: tree / halving-doubling for small all-reduces, ring for large ones.

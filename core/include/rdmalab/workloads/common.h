@@ -22,6 +22,10 @@ std::string describe_failed_completion(int rank, const Completion& wc);
 // The scenario's workload.memory as a MemoryKind.
 MemoryKind memory_kind_of(const Scenario& sc);
 
+// Whether buffers hold no bytes: workload.payload: phantom, or workload.memory: phantom (host
+// memory without bytes). Payload checks are off then.
+bool phantom_payload(const Scenario& sc);
+
 // workload.memory can be used here: a provider is installed (else why not) and the backend can
 // register that kind. Errors name the key.
 Status check_memory(const Scenario& sc, const Capabilities& caps);
