@@ -465,6 +465,45 @@ TEST_F(SimgridModel, RailOptimizedSameRailAndPxn) {
   EXPECT_NE(check({"fabric.gpus_per_node=4"}).find("needs fabric.node.nvlink.bandwidth"), std::string::npos);
 }
 
+// Small-message latency is the sum of each part once: the NIC on each side, each cable, each
+// switch crossed, and with a node model each PCIe link between host memory and the NIC. One-way
+// latency of a 2-byte inline write (perftest's write_lat: half a round trip) on every topology
+// that models switches, against the parts added by hand.
+TEST_F(SimgridModel, LatencyPaysEachPartOnce) {
+  auto backend = all_backends().make("simgrid");
+  constexpr double nic = 300e-9, cable = 20e-9, sw = 130e-9, pcie = 150e-9;
+  const std::string base =
+      "backend: simgrid\nfabric: { link: { bandwidth: 10000Gbps, latency: 20ns }, switch: { latency: 130ns },\n"
+      "  nic: { latency: 300ns, message_rate: 1e10 }, node: { pcie: { latency: 150ns } } }\n"
+      "workload: { type: write_lat, size: 2B, inline: 2B, iterations: 20 }\n";
+  struct Case {
+    std::vector<std::string> sets;
+    double expect;
+    const char* what;
+  };
+  const std::vector<Case> cases = {
+      {{"fabric.topology=star", "fabric.nodes=2"}, 2 * nic + 2 * cable + sw, "star: 2 NICs, 2 cables, 1 switch"},
+      {{"fabric.topology=star", "fabric.nodes=2", "fabric.node.model=pcie"}, 2 * nic + 4 * pcie + 2 * cable + sw,
+       "star, node model: + 2 PCIe links per side"},
+      {{"fabric.topology=fat_tree", "fabric.nodes=4", "fabric.fat_tree.levels=1", "fabric.fat_tree.down=[4]", "fabric.fat_tree.up=[1]"},
+       2 * nic + 2 * cable + sw, "fat tree, one leaf"},
+      {{"fabric.topology=fat_tree", "fabric.nodes=4", "fabric.fat_tree.down=[2,2]", "fabric.fat_tree.up=[1,2]"}, 2 * nic + 4 * cable + 3 * sw,
+       "fat tree, over a spine: 4 cables, 3 switches"},
+      {{"fabric.topology=fat_tree", "fabric.nodes=4", "fabric.fat_tree.down=[2,2]", "fabric.fat_tree.up=[1,2]", "fabric.node.model=pcie"},
+       2 * nic + 4 * pcie + 4 * cable + 3 * sw, "fat tree over a spine, node model"},
+      {{"fabric.topology=rail_optimized", "fabric.nodes=2", "fabric.gpus_per_node=2", "fabric.node.nvlink.bandwidth=100GB/s"},
+       2 * nic + 2 * pcie + 2 * cable + sw, "rail_optimized, same rail: GPU's PCIe link, NIC, cable, rail leaf"},
+  };
+  for (const auto& c : cases) {
+    Scenario sc = scenario(base, c.sets);
+    RunOutcome out = run_scenario(sc, **backend);
+    ASSERT_TRUE(out.status.is_ok()) << c.what << ": " << out.status.to_string();
+    ASSERT_EQ(out.rows.size(), 1u);
+    ASSERT_TRUE(out.rows[0].lat.has_value());
+    expect_within_1pct(out.rows[0].lat->typical_us * 1e-6, c.expect, c.what);
+  }
+}
+
 // Per tier: slower links above the leaves of a 1:1 fat tree halve flows that cross the spine.
 TEST_F(SimgridModel, SpineLinksTakeTheirOwnBandwidth) {
   auto backend = all_backends().make("simgrid");

@@ -79,6 +79,64 @@ TEST(Plans, EveryByteOfTheOutputIsWrittenOnce) {
         }
 }
 
+TEST(Channels, EachRingIsAPermutationEnteringEveryNodeAtItsOwnLocalRank) {
+  using namespace workloads;
+  for (int g : {1, 2, 4, 8})
+    for (int nodes : {1, 2, 3, 16})
+      for (int c = 0; c < 2 * g; ++c) {
+        const int p = g * nodes;
+        auto order = ring_order(p, g, c);
+        ASSERT_EQ(std::set<int>(order.begin(), order.end()).size(), static_cast<std::size_t>(p));
+        for (int i = 0; i < p; ++i) {
+          ASSERT_EQ(order[static_cast<std::size_t>(i)] / g, i / g) << "a ring visits a node's ranks together";
+          if (i % g == 0) {
+            EXPECT_EQ(order[static_cast<std::size_t>(i)] % g, c % g) << "channel " << c << " enters node " << i / g;
+          }
+        }
+      }
+  // Between nodes, the channels' rings leave from different local ranks (so different NICs).
+  std::set<int> leaving;
+  for (int c = 0; c < 8; ++c) leaving.insert(ring_order(16, 8, c)[7] % 8);
+  EXPECT_EQ(leaving.size(), 8u);
+  EXPECT_EQ(auto_channels(16, 8, 8), 8);  // two DGX-class nodes: one ring per NIC
+  EXPECT_EQ(auto_channels(8, 8, 8), 1);   // one node: no NIC carries the ring
+  EXPECT_EQ(auto_channels(16, 1, 1), 1);
+  EXPECT_EQ(auto_channels(32, 8, 4), 4);
+}
+
+TEST(Channels, RingPlansMoveTheRingsBytesAndCoverTheOutputOnce) {
+  using namespace workloads;
+  for (auto coll : {Collective::all_reduce, Collective::all_gather, Collective::reduce_scatter})
+    for (auto [p, g] : {std::pair{2, 1}, {3, 1}, {8, 4}, {16, 8}, {6, 2}})
+      for (int ch : {1, 3, 8})
+        for (bool in_place : {false, true}) {
+          const std::uint64_t count = static_cast<std::uint64_t>(p) * 29, n = count * 4;
+          std::uint64_t sent = 0;
+          for (int r = 0; r < p; ++r) {
+            CollectiveArgs a{coll, Algorithm::ring, r, p, 0, count, 4, in_place};
+            a.channels = ch;
+            a.ranks_per_node = g;
+            Plan plan = build_plan(a);
+            std::set<int> used;
+            for (const auto& s : plan.sends) {
+              used.insert(s.chan);
+              sent += s.len;
+            }
+            EXPECT_EQ(used.size(), static_cast<std::size_t>(ch)) << collective_name(coll) << " p " << p << " ch " << ch;
+            if (coll != Collective::all_gather || in_place) continue;
+            std::vector<int> hits(plan.out_bytes, 0);
+            for (auto& c : plan.pre)
+              for (std::uint64_t i = 0; i < c.len; ++i) hits[c.dst.off + i]++;
+            for (auto& rv : plan.recvs)
+              for (std::uint64_t i = 0; i < rv.len; ++i) hits[rv.dst.off + i]++;
+            for (std::size_t i = 0; i < hits.size(); ++i) ASSERT_EQ(hits[i], 1) << "p " << p << " ch " << ch << " byte " << i;
+          }
+          // Whatever the channels and orders, a ring sends every block p-1 times per phase.
+          const std::uint64_t phases = coll == Collective::all_reduce ? 2 : 1;
+          EXPECT_EQ(sent, phases * static_cast<std::uint64_t>(p - 1) * n) << collective_name(coll) << " p " << p << " ch " << ch;
+        }
+}
+
 TEST(HostReduce, HalfAndBfloatRoundTripsAndRounding) {
   for (int i = -2048; i <= 2048; ++i) EXPECT_EQ(half_to_float(float_to_half(static_cast<float>(i))), static_cast<float>(i));
   for (int i = -256; i <= 256; ++i) EXPECT_EQ(bf16_to_float(float_to_bf16(static_cast<float>(i))), static_cast<float>(i));
@@ -180,6 +238,28 @@ INSTANTIATE_TEST_SUITE_P(Backends, Collectives, ::testing::ValuesIn(cases()), []
   return param_info.param.backend + "_" + param_info.param.coll + "_" + param_info.param.algo;
 });
 
+TEST(Channels, ZeroWrongOnEveryBackendWithOneAndSeveralRanksPerNode) {
+  // Channels change who talks to whom and over which connection: every ring collective still
+  // delivers exact bytes, with the node's ranks in a rotated order per channel.
+  for (const auto& b : usable_backends())
+    for (const char* coll : {"all_reduce", "all_gather", "reduce_scatter"})
+      for (auto [nodes, g] : {std::pair{1, 1}, {2, 1}, {3, 1}, {8, 1}, {16, 1}, {1, 8}, {2, 4}, {2, 8}}) {
+        std::vector<std::string> sets = {"fabric.nodes=" + std::to_string(nodes), "fabric.gpus_per_node=" + std::to_string(g),
+                                         std::string("workload.type=") + coll, "workload.algorithm=ring", "workload.channels=3",
+                                         "workload.sizes=[96B,66000B]", "workload.chunk=4KiB", "workload.slots=2",
+                                         "workload.iterations=1", "workload.warmup=0"};
+        if (g > 1 && b == "simgrid") sets.push_back("fabric.node.model=pcie");
+        RunOutcome out = run(b, sets);
+        ASSERT_TRUE(out.status.is_ok()) << b << " " << coll << " " << nodes << "x" << g << ": " << out.status.to_string();
+        ASSERT_FALSE(out.rows.empty());
+        for (const auto& r : out.rows) {
+          EXPECT_EQ(r.errors, 0u) << b << " " << coll << " " << nodes << "x" << g << " " << r.bytes;
+          EXPECT_EQ(r.notes.at("channels"), "3");
+          EXPECT_EQ(r.notes.at("verify"), "on");
+        }
+      }
+}
+
 TEST(CollectiveLarge, EveryAlgorithmOnManyRanks) {
   // Deeper trees and more halving steps than the small counts reach: ordering bugs between steps
   // with different partners show up only here (one did: halving-doubling on 33 ranks).
@@ -249,6 +329,10 @@ TEST(CollectiveChecks, BadParametersAreRefusedWithTheKey) {
       {{"workload.type=all_reduce", "workload.duration=1s"}, "workload.duration"},
       {{"workload.type=all_reduce", "workload.dtype=fp64"}, "workload.dtype"},
       {{"workload.type=all_reduce", "workload.dtype=fp32", "workload.chunk=2B"}, "workload.chunk"},
+      {{"workload.type=all_reduce", "workload.channels=0"}, "workload.channels"},
+      {{"workload.type=all_reduce", "workload.channels=65"}, "workload.channels"},
+      {{"workload.type=all_reduce", "workload.channels=many"}, "workload.channels"},
+      {{"workload.type=all_reduce", "workload.payload=phantom"}, "workload.payload"},
   };
   for (const auto& b : bad) {
     auto sc = parse_scenario("name: t\n", "t.yaml", b.sets, full_schema(all_backends()));
