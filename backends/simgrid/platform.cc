@@ -71,6 +71,9 @@ void add_fabric_keys(Schema& s) {
   s.add("fabric.node.nvlink.efficiency", T::number, "1",
         "share of fabric.node.nvlink.bandwidth that NCCL's kernels reach on NVLink (protocol and flow control); presets take "
         "NCCL's own per-link figure over the link's rate", 0.01, 1);
+  s.add("fabric.node.gpu.memory_bandwidth", T::bandwidth, "",
+        "a GPU's memory bandwidth: collectives' copies and reductions in GPU memory take bytes touched / this (a reduction touches 3 "
+        "bytes per byte: two read, one written); unset: they take no simulated time", 1, 1e15);
   s.add("fabric.node.staging_overhead", T::time, "4us",
         "per message and side on the staged path: launching and waiting for a cudaMemcpyAsync", 0, 1);
   s.add("fabric.node.gpudirect", T::boolean, "true",
@@ -108,7 +111,8 @@ void add_presets(Schema& s) {
                  {"fabric.node.memory.bandwidth", "204.8GB/s"},  // 8 channels DDR4-3200 per socket
                  {"fabric.node.nvlink.bandwidth", "300GB/s"},  // A100 NVLink 3: 12 links × 25 GB/s each direction
                  // NCCL's model of one NVLink 3 link: 20.0 GB/s of data (src/graph/topo.h, SM80_NVLINK_BW) of 25.
-                 {"fabric.node.nvlink.efficiency", "0.8"}}}));
+                 {"fabric.node.nvlink.efficiency", "0.8"},
+                 {"fabric.node.gpu.memory_bandwidth", "2039GB/s"}}}));  // A100 SXM4 80GB HBM2e (datasheet)
   s.add_preset(with_dgx({"fabric.preset", "cx7-ndr-h100",
                 "DGX H100-class node: 8 H100, 8 ConnectX-7 NDR 400 Gb/s, 4 PCIe Gen5 switches each with 2 GPUs and 2 NICs, "
                 "2 Intel Xeon 8480C sockets",
@@ -124,7 +128,8 @@ void add_presets(Schema& s) {
                  {"fabric.node.memory.bandwidth", "307.2GB/s"},  // 8 channels DDR5-4800 per socket
                  {"fabric.node.nvlink.bandwidth", "450GB/s"},  // H100 NVLink 4: 18 links × 25 GB/s each direction
                  // NCCL's model of one NVLink 4 link: 20.6 GB/s of data (src/graph/topo.h, SM90_NVLINK_BW) of 25.
-                 {"fabric.node.nvlink.efficiency", "0.824"}}}));
+                 {"fabric.node.nvlink.efficiency", "0.824"},
+                 {"fabric.node.gpu.memory_bandwidth", "3.35TB/s"}}}));  // H100 SXM5 HBM3 (datasheet)
 }
 
 namespace {
@@ -302,6 +307,7 @@ FabricModel read_model(const Scenario& sc) {
   nm.on = sc.get_string("fabric.node.model") == "pcie" && m.topology != "rail_optimized";
   m.nic_latency_in_routes = m.topology == "star" || m.topology == "full" || nm.on;
   const double nvlink_eff = sc.get_number("fabric.node.nvlink.efficiency");
+  nm.gpu_memory_bw = sc.has("fabric.node.gpu.memory_bandwidth") ? sc.get_bandwidth("fabric.node.gpu.memory_bandwidth") : 0;
   if (m.topology == "rail_optimized") {
     m.rail.gpus = static_cast<int>(sc.get_int("fabric.gpus_per_node"));
     m.rail.spines = static_cast<int>(sc.get_int("fabric.rail.spines"));

@@ -36,6 +36,7 @@ struct NodeModel {
   double socket_bw = 0, socket_lat = 0;  // between two CPU sockets
   double memory_bw = 0;                  // host memory per socket, each direction
   double nvlink_bw = 0;                  // GPU to GPU in a node (NVSwitch), each direction, as NCCL moves data; 0 = over PCIe
+  double gpu_memory_bw = 0;              // a GPU's memory, for copies and reductions; 0 = not modelled
   double staging_overhead = 0;           // per message and side on the staged path (cudaMemcpyAsync)
   bool gpudirect = true;                 // the NIC can reach GPU memory (dmabuf or peermem)
   int socket_of_switch(int s) const { return switch_socket[static_cast<std::size_t>(s)]; }
@@ -72,9 +73,9 @@ struct FabricModel {
   bool nic_latency_in_routes = true;
   // The node shape the collectives lay their rings out on (NodeShape in backend.h).
   NodeShape shape() const {
-    if (rail.gpus > 0) return {rail.gpus, rail.gpus};
-    if (node.on) return {node.gpus, node.nics};
-    return {};
+    if (rail.gpus > 0) return {rail.gpus, rail.gpus, node.gpu_memory_bw};
+    if (node.on) return {node.gpus, node.nics, node.gpu_memory_bw};
+    return {1, 1, node.gpu_memory_bw};
   }
 };
 

@@ -25,6 +25,10 @@ class MetricsSink;
 struct NodeShape {
   int ranks_per_node = 1;
   int nics = 1;
+  // Bytes per second a GPU's memory moves when a workload copies or reduces in GPU memory, on a
+  // backend that models time (SimGrid: fabric.node.gpu.memory_bandwidth); 0: such work takes no
+  // modelled time (real hardware, where it takes real time).
+  double gpu_memory_bw = 0;
 };
 
 // Everything one rank's code may use.

@@ -66,6 +66,7 @@ class CollectiveEngine {
   Status issue(bool& progressed);
   Status process(bool& progressed);
   Status handle(std::size_t n);
+  void gpu_work(std::uint64_t bytes);
   const Buffer& buf(Buf b) const;
   const MemoryRegion& mr(Buf b) const;
   std::uint64_t nchunks(std::uint64_t len) const { return (len + cfg_.chunk - 1) / cfg_.chunk; }
