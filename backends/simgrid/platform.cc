@@ -625,20 +625,25 @@ std::vector<RankEndpoints> build_platform(const Scenario& sc, const FabricModel&
       zone->add_route(a, b, nullptr, nullptr, links, false);
     };
     std::vector<simgrid::kernel::routing::NetPoint*> leaf, spine;
-    auto* spine_hop = zone->create_link("rail-spine-hop", 1e15)->set_latency(0)->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)->seal();
+    // Links that cost nothing and only steer Dijkstra (below) are one per place, never shared by
+    // all routes: a link every flow crosses joins all flows into one max-min system, which SimGrid
+    // then solves whole at every start and end of a transfer (the cost grew as flows squared).
+    auto free_link = [&](const std::string& name) {
+      return zone->create_link(name, 1e15)->set_latency(0)->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)->seal();
+    };
     for (int g = 0; g < G; ++g) leaf.push_back(zone->create_router(fmt::format("rail-{}", g)));
     for (int k = 0; k < rm.spines; ++k) spine.push_back(zone->create_router(fmt::format("spine-{}", k)));
     for (int g = 0; g < G; ++g)
       for (int k = 0; k < rm.spines; ++k) {
         auto* l = split(fmt::format("rail-{}-spine-{}", g, k), bw, upper_link_lat);
-        edge(leaf[static_cast<std::size_t>(g)], spine[static_cast<std::size_t>(k)], {sg4::LinkInRoute(l, UP), sg4::LinkInRoute(spine_hop)});
-        edge(spine[static_cast<std::size_t>(k)], leaf[static_cast<std::size_t>(g)], {sg4::LinkInRoute(l, DOWN), sg4::LinkInRoute(spine_hop)});
+        edge(leaf[static_cast<std::size_t>(g)], spine[static_cast<std::size_t>(k)],
+             {sg4::LinkInRoute(l, UP), sg4::LinkInRoute(free_link(fmt::format("rail-{}-spine-{}-hop-up", g, k)))});
+        edge(spine[static_cast<std::size_t>(k)], leaf[static_cast<std::size_t>(g)],
+             {sg4::LinkInRoute(l, DOWN), sg4::LinkInRoute(free_link(fmt::format("rail-{}-spine-{}-hop-down", g, k)))});
       }
-    auto* self = zone->create_link("rail-loopback", 1e15)->set_latency(0)->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)->seal();
     // SimGrid's Dijkstra counts the links of an edge. A link that costs nothing else steers it:
     // on NVLink into a GPU, so a route never passes through another GPU of the receiving node,
     // and on the spines, so the sender's NVLink (PXN) is preferred to crossing the spine.
-    auto* hop = zone->create_link("rail-hop", 1e15)->set_latency(0)->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)->seal();
     for (int i = 0; i < N; ++i) {
       auto* nvsw = zone->create_router(fmt::format("node-{}-nvswitch", i));
       std::vector<sg4::Link*> pcie, nvl;
@@ -652,13 +657,13 @@ std::vector<RankEndpoints> build_platform(const Scenario& sc, const FabricModel&
         nvl.push_back(split(fmt::format("node-{}-nvlink{}", i, g), rm.nvlink_bw, 0));
         auto* cable = split(fmt::format("rail-{}-{}", i, g), bw, node_link_lat);  // NIC g of node i to rail leaf g
         auto* np = h->get_netpoint();
-        edge(np, np, {sg4::LinkInRoute(self)});
+        edge(np, np, {sg4::LinkInRoute(free_link(fmt::format("node-{}-gpu{}-loopback", i, g)))});
         edge(np, nic.back(), {sg4::LinkInRoute(pcie.back(), UP)});
         edge(nic.back(), np, {sg4::LinkInRoute(pcie.back(), DOWN)});
         edge(nic.back(), leaf[static_cast<std::size_t>(g)], {sg4::LinkInRoute(cable, UP)});
         edge(leaf[static_cast<std::size_t>(g)], nic.back(), {sg4::LinkInRoute(cable, DOWN)});
         edge(np, nvsw, {sg4::LinkInRoute(nvl.back(), UP)});
-        edge(nvsw, np, {sg4::LinkInRoute(nvl.back(), DOWN), sg4::LinkInRoute(hop)});
+        edge(nvsw, np, {sg4::LinkInRoute(nvl.back(), DOWN), sg4::LinkInRoute(free_link(fmt::format("node-{}-hop{}", i, g)))});
         // Into GPU g over NVLink and out through its NIC: the sender changes rail (PXN). There is
         // no way back from a NIC into NVLink, so the receiver never does (as in NCCL).
         edge(nvsw, nic.back(), {sg4::LinkInRoute(nvl.back(), DOWN), sg4::LinkInRoute(pcie.back(), UP)});

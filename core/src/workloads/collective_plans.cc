@@ -91,6 +91,7 @@ int auto_channels(int ranks, int ranks_per_node, int nics_per_node) {
 }
 
 bool uses_channels(Collective c, Algorithm a) {
+  if (a == Algorithm::tree) return c == Collective::all_reduce;
   return a == Algorithm::ring && (c == Collective::all_reduce || c == Collective::all_gather || c == Collective::reduce_scatter);
 }
 
@@ -225,6 +226,30 @@ Plan all_reduce_ring(Builder& b) {
   return b.plan;
 }
 
+// Where a rank sits in channel c's tree. One rank per node: NCCL's double binary tree over all
+// ranks, tree c % 2. Several ranks per node (NCCL's layout): a chain through the node's ranks in
+// the channel's ring order, whose head (local rank c) is the node's place in the double binary
+// tree between nodes, tree c % 2: heads talk to heads, so a channel crosses between nodes on one
+// rail.
+TreeNode tree_place(const CollectiveArgs& a, int c) {
+  const int g = a.ranks_per_node, p = a.ranks;
+  if (g <= 1 || p % g != 0) return btree_node(a.rank, p, c % 2);
+  const std::vector<int> order = ring_order(p, g, c);
+  const int node = a.rank / g, nodes = p / g;
+  const int k = static_cast<int>(std::find(order.begin() + node * g, order.begin() + (node + 1) * g, a.rank) - (order.begin() + node * g));
+  auto at = [&](int n, int i) { return order[static_cast<std::size_t>(n * g + i)]; };
+  TreeNode t;
+  if (k + 1 < g) t.children.push_back(at(node, k + 1));
+  if (k > 0) {
+    t.parent = at(node, k - 1);
+    return t;
+  }
+  const TreeNode between = btree_node(node, nodes, c % 2);
+  t.parent = between.parent < 0 ? -1 : at(between.parent, 0);
+  for (int child : between.children) t.children.push_back(at(child, 0));
+  return t;
+}
+
 Plan all_reduce_tree(Builder& b) {
   const auto& a = b.a;
   const int p = a.ranks;
@@ -234,14 +259,14 @@ Plan all_reduce_tree(Builder& b) {
     b.copy(out, in, a.count * b.es);
     return b.plan;
   }
-  // Two trees, each carrying half of the data on its own channel: reduce up, broadcast down,
-  // chunk by chunk.
-  const std::uint64_t half = a.count / 2;
-  for (int t = 0; t < 2; ++t) {
-    const std::uint64_t first = t == 0 ? 0 : half * b.es;
-    const std::uint64_t len = (t == 0 ? half : a.count - half) * b.es;
+  // At least the double binary tree's two trees, each channel carrying its share of the data:
+  // reduce up, broadcast down, chunk by chunk.
+  const int channels = std::max(2, a.channels);
+  for (int t = 0; t < channels; ++t) {
+    const std::uint64_t first = share_first(a.count, channels, t) * b.es;
+    const std::uint64_t len = share_len(a.count, channels, t) * b.es;
     if (len == 0) continue;
-    TreeNode node = btree_node(a.rank, p, t);
+    TreeNode node = tree_place(a, t);
     const Ref tin = Builder::at(in, first), tout = Builder::at(out, first);
     int last = -1;
     for (std::size_t i = 0; i < node.children.size(); ++i)

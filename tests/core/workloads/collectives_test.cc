@@ -137,6 +137,28 @@ TEST(Channels, RingPlansMoveTheRingsBytesAndCoverTheOutputOnce) {
         }
 }
 
+TEST(Channels, TreeIsAChainInEachNodeAndADoubleBinaryTreeBetweenHeads) {
+  using namespace workloads;
+  // 4 nodes of 4 ranks, 4 channels: edges between nodes join the channel's heads (local rank c),
+  // so each channel crosses between nodes on one rail.
+  const int g = 4, nodes = 4, p = g * nodes;
+  for (int c = 0; c < 4; ++c) {
+    for (int r = 0; r < p; ++r) {
+      CollectiveArgs a{Collective::all_reduce, Algorithm::tree, r, p, 0, 64, 4, false};
+      a.channels = 4;
+      a.ranks_per_node = g;
+      Plan plan = build_plan(a);
+      for (const auto& s : plan.sends) {
+        if (s.chan != c) continue;
+        if (s.peer / g != r / g) {
+          EXPECT_EQ(r % g, c) << "channel " << c << ": only the head " << c << " leaves node " << r / g;
+          EXPECT_EQ(s.peer % g, c);
+        }
+      }
+    }
+  }
+}
+
 TEST(HostReduce, HalfAndBfloatRoundTripsAndRounding) {
   for (int i = -2048; i <= 2048; ++i) EXPECT_EQ(half_to_float(float_to_half(static_cast<float>(i))), static_cast<float>(i));
   for (int i = -256; i <= 256; ++i) EXPECT_EQ(bf16_to_float(float_to_bf16(static_cast<float>(i))), static_cast<float>(i));
@@ -245,19 +267,20 @@ TEST_P(ChannelsOn, ZeroWrongWithOneAndSeveralRanksPerNode) {
   // delivers exact bytes, with the node's ranks in a rotated order per channel. On verbs (ranks
   // are processes in a 2-CPU VM) 16 ranks run the all-reduce only.
   const std::string& b = GetParam();
-  for (const char* coll : {"all_reduce", "all_gather", "reduce_scatter"})
-    for (auto [nodes, g] : {std::pair{1, 1}, {2, 1}, {3, 1}, {8, 1}, {16, 1}, {1, 8}, {2, 4}, {2, 8}}) {
+  for (const auto [coll, algo] : {std::pair{"all_reduce", "ring"}, {"all_reduce", "tree"}, {"all_gather", "ring"}, {"reduce_scatter", "ring"}})
+    for (auto [nodes, g] : {std::pair{1, 1}, {2, 1}, {3, 1}, {8, 1}, {16, 1}, {1, 8}, {2, 4}, {2, 8}, {3, 2}}) {
+      if (b == "verbs" && nodes * g == 16 && std::string(algo) != "ring") continue;
       if (b == "verbs" && nodes * g == 16 && std::string(coll) != "all_reduce") continue;
       std::vector<std::string> sets = {"fabric.nodes=" + std::to_string(nodes), "fabric.gpus_per_node=" + std::to_string(g),
-                                       std::string("workload.type=") + coll, "workload.algorithm=ring", "workload.channels=3",
+                                       std::string("workload.type=") + coll, std::string("workload.algorithm=") + algo, "workload.channels=3",
                                        "workload.sizes=[96B,66000B]", "workload.chunk=4KiB", "workload.slots=2",
                                        "workload.iterations=1", "workload.warmup=0"};
       if (g > 1 && b == "simgrid") sets.push_back("fabric.node.model=pcie");
       RunOutcome out = run(b, sets);
-      ASSERT_TRUE(out.status.is_ok()) << b << " " << coll << " " << nodes << "x" << g << ": " << out.status.to_string();
+      ASSERT_TRUE(out.status.is_ok()) << b << " " << coll << "/" << algo << " " << nodes << "x" << g << ": " << out.status.to_string();
       ASSERT_FALSE(out.rows.empty());
       for (const auto& r : out.rows) {
-        EXPECT_EQ(r.errors, 0u) << b << " " << coll << " " << nodes << "x" << g << " " << r.bytes;
+        EXPECT_EQ(r.errors, 0u) << b << " " << coll << "/" << algo << " " << nodes << "x" << g << " " << r.bytes;
         EXPECT_EQ(r.notes.at("channels"), "3");
         EXPECT_EQ(r.notes.at("verify"), "on");
       }
