@@ -202,6 +202,14 @@ Status check_fabric(const Scenario& sc) {
     if (product(down) != nodes)
       return sc.error("fabric.fat_tree.down",
                       fmt::format("{} = {} nodes, but fabric.nodes is {}", times(down), product(down), nodes));
+    // SimGrid's fat tree routes between nodes: with a node model, all of a node's NICs would take
+    // one path above the leaves to a given node, where a real fabric routes each NIC's address
+    // on its own (NCCL's channels cross on different NICs to reach different spines).
+    if (levels >= 2 && sc.get_string("fabric.node.model") == "pcie" && sc.get_int("fabric.node.nics") > 1)
+      return sc.error("fabric.topology",
+                      fmt::format("a fat_tree of {} levels routes node to node, so the {} NICs of a node (fabric.node.nics) would share "
+                                  "one path over the spines; use topology rail_optimized (each NIC cabled to its rail), a one-level "
+                                  "fat_tree, or one NIC per node", levels, sc.get_int("fabric.node.nics")));
   } else if (topo == "torus") {
     if (!sc.has("fabric.torus.dims")) return sc.error("fabric.topology", "a torus needs fabric.torus.dims, e.g. [4, 4, 4]");
     auto dims = sc.get_ints("fabric.torus.dims");

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <array>
 #include <cerrno>
 #include <chrono>
@@ -917,6 +918,19 @@ VerbsOptions read_options(const Scenario* sc) {
   return o;
 }
 
+double port_gbps(const ibv_port_attr& pa);
+
+// Rank 0 says once when the scenario's fabric does not describe the device this run found (the
+// model's prediction of the scenario is then for other hardware): a note, not a failure.
+void note_fabric_mismatch(const Scenario* sc, const Selected& sel, int rank) {
+  if (!sc || rank != 0) return;
+  const double want = sc->get_bandwidth("fabric.link.bandwidth") * 8 / 1e9, have = port_gbps(sel.port_attr);
+  if (have <= 0 || std::abs(want - have) <= 0.1 * have) return;
+  fmt::print(stderr, "rdmalab: note: fabric.link.bandwidth is {:g} Gb/s{}, but {} port {} is active at {:g} Gb/s: the scenario's fabric does "
+                     "not describe this device, so a model run of it predicts other hardware (set fabric.link.bandwidth to compare)\n",
+             want, sc->is_set("fabric.link.bandwidth") ? "" : " (the default)", sel.name, sel.port, have);
+}
+
 // Runs one rank in this process.
 // `abort` tells the other ranks this one failed (so they stop instead of waiting for it).
 Status run_rank(const LaunchSpec& spec, const RankMain& main, Bootstrap& boot, const std::function<void(const std::string&)>& abort) {
@@ -927,6 +941,7 @@ Status run_rank(const LaunchSpec& spec, const RankMain& main, Bootstrap& boot, c
     abort(st.message());
     return st;
   }
+  note_fabric_mismatch(spec.scenario, *sel, boot.rank());
   Capabilities caps = probe_caps(*sel);
   VDevice dev(std::move(sel).value(), boot.rank(), o.wait, caps);
   dev.boot = &boot;
