@@ -394,6 +394,7 @@ struct alignas(64) Op {
   bool listed : 1 = false;        // listed in its requester's NIC's transfers on the wire (Nic::own)
   bool timed : 1 = false;         // listed in its requester's NIC's requests waiting for a start time
   bool via_inbox : 1 = false;     // the current transfer went through the responder's inbox (not detached)
+  bool control_end : 1 = false;   // timer_at is when the current phase, payload-free, ends (no transfer)
   std::uint8_t phase : 1 = 0;
   std::uint8_t rnr_attempts : 4 = 0;  // counted up to rnr_retry (at most 6; 7 retries forever)
   struct Wr {  // the request as posted, less its SGEs (sges) and an atomic's operands (below)
@@ -570,6 +571,7 @@ struct World {
   const Op* ending = nullptr;
   int ending_requester = -1;
   std::uint32_t ending_gen = 0;
+  std::map<std::pair<sg4::Host*, sg4::Host*>, double> route_latency;  // by endpoints (launch_phase)
   void wake_later(int rank) { pending_wakes.push_back(rank); }
   void flush_wakes() {
     if (pending_wakes.empty()) return;
@@ -955,6 +957,30 @@ void World::start_batch() {
   if (mine.capacity() > spare_batch.capacity()) mine.swap(spare_batch);
 }
 
+// A phase that carries no payload: a read's or an atomic's request, the ACK of a write or a send,
+// a zero-length write or send (the collectives' credits). It takes its route's latency and no
+// bandwidth: its few header bytes would take nanoseconds of a link, but as a transfer it would be
+// one more flow in SimGrid's max-min system, and flows going back against the data join every
+// link of a ring into one system that SimGrid then solves whole at each start and end (a cost
+// that grew as the flows in flight, squared).
+bool control_only(const Op& op) {
+  const SendOpcode oc = op.wr.opcode;
+  const bool read = oc == SendOpcode::rdma_read;
+  const bool atomic = oc == SendOpcode::atomic_fetch_add || oc == SendOpcode::atomic_cmp_swap;
+  if (op.phase == 0) return read || atomic || op.len == 0;
+  return !read && !atomic;
+}
+
+// The latency of the route between two endpoints (SimGrid computes routes on demand: kept).
+double route_latency(World& w, sg4::Host* src, sg4::Host* dst) {
+  auto [it, fresh] = w.route_latency.try_emplace({src, dst}, 0.0);
+  if (fresh) {
+    std::vector<sg4::Link*> links;
+    src->route_to(dst, links, &it->second);
+  }
+  return it->second;
+}
+
 void launch_phase(World& w, Op& op) {
   SimQp* qp = op.qp;
   const SimQp* pq = qp->peer();
@@ -988,6 +1014,16 @@ void launch_phase(World& w, Op& op) {
   }
   op.peer = peer_rank;
   ++op.gen;
+  if (!w.model.alpha_beta && control_only(op)) {
+    // Ends after its route's latency, on the requester's timer list like a start time; the
+    // requester is woken for it when it waits elsewhere (its alarm).
+    op.comm = nullptr;
+    op.control_end = true;
+    op.timer_at = sg4::Engine::get_clock() + route_latency(w, src, dst);
+    list_timed(w, op);
+    w.set_alarm(qp->rank_, op.timer_at);
+    return;
+  }
   Nic& pn = *w.nics[static_cast<std::size_t>(peer_rank)];
   Nic& rn = *w.nics[static_cast<std::size_t>(qp->rank_)];
   // A request between the two ranks' own hosts goes through the responder's inbox when it has a
@@ -1037,9 +1073,20 @@ void launch_phase(World& w, Op& op) {
 
 // Starts the current phase of a request whose start time has come, unless it was dropped or
 // ended meanwhile.
+void phase_ended(World& w, const OpPtr& op);
+void retire_heads(World& w, SimQp* qp);
+
 void launch_if_due(World& w, Op& op) {
   if (op.dead || op.done || op.timer_at < 0 || op.timer_at > sg4::Engine::get_clock()) return;
   op.timer_at = -1;
+  if (op.control_end) {  // a payload-free phase's end: what transfer_ended does for a transfer
+    op.control_end = false;
+    const OpPtr hold(&op);
+    phase_ended(w, hold);
+    if (!op.dead) retire_heads(w, op.qp);
+    w.flush_wakes();
+    return;
+  }
   launch_phase(w, op);
 }
 
@@ -1223,7 +1270,7 @@ void phase_ended(World& w, const OpPtr& op) {
       const OpPtr hold = OpPtr(&o);
       at_responder(w, o);
       if (o.dead) return;  // flushed, or its QP destroyed meanwhile
-      if (o.timer_at >= 0 && !o.done) return;  // RNR: later requests wait for its retry
+      if (o.phase == 0 && o.timer_at >= 0 && !o.done) return;  // RNR: later requests wait for its retry
       o.responded = true;
       if (o.done && o.status != WcStatus::success) return;
     }
