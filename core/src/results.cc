@@ -48,7 +48,7 @@ std::string rows_to_json(const std::vector<ResultRow>& rows) {
     o["_notes"] = r.notes;
     arr.push_back(std::move(o));
   }
-  return arr.dump();
+  return arr.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::vector<ResultRow> rows_from_json(const std::string& text) {
@@ -97,7 +97,8 @@ std::string results_to_json(const RunInfo& info, const std::vector<ResultRow>& r
     arr.push_back(std::move(o));
   }
   j["results"] = std::move(arr);
-  return j.dump(2) + "\n";
+  // Invalid UTF-8 (a scenario path is bytes) becomes U+FFFD rather than an exception after the run.
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 namespace {

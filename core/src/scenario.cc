@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -130,6 +131,7 @@ Result<std::int64_t> parse_int_in_range(const KeySpec& spec, const std::string& 
 }
 
 Result<Value> parse_scalar_list(const KeySpec& spec, const std::vector<std::string>& items) {
+  if (items.empty()) return Status(Errc::invalid_argument, fmt::format("an empty list: give at least one {}", value_type_name(spec.type)));
   switch (spec.type) {
     case ValueType::size_list: {
       std::vector<std::uint64_t> out;
@@ -176,7 +178,8 @@ Result<Value> parse_value(const KeySpec& spec, const std::string& text) {
       } catch (...) {
         pos = 0;
       }
-      if (pos == 0 || pos != text.size()) return Status(Errc::invalid_argument, fmt::format("'{}' is not a number", text));
+      if (pos == 0 || pos != text.size() || !std::isfinite(v))
+        return Status(Errc::invalid_argument, fmt::format("'{}' is not a finite number", text));
       if (v < spec.min || v > spec.max) return range_error(spec, text);
       return Value(v);
     }
@@ -233,9 +236,12 @@ class Parser {
       if (path.empty()) return err(node, "", "a scenario is a YAML mapping of keys (name:, backend:, fabric:, workload:)");
       return err(node, path, "expected a mapping of keys");
     }
+    std::set<std::string> seen;
     for (auto it = node.begin(); it != node.end(); ++it) {
       if (!it->first.IsScalar()) return err(it->first, path, "keys must be plain words");
       std::string key = it->first.Scalar();
+      if (!seen.insert(key).second)
+        return err(it->first, path.empty() ? key : path + "." + key, "appears twice in the same mapping (YAML keys are unique)");
       std::string child = path.empty() ? key : path + "." + key;
       if (const KeySpec* spec = schema_.find(child)) {
         RDMALAB_TRY(set_leaf(*spec, it->second, loc_of(it->second.IsNull() ? it->first : it->second)));
@@ -324,9 +330,34 @@ Result<Scenario> parse_scenario(const std::string& text, const std::string& file
   Scenario sc;
   sc.file = filename;
   Parser p(schema, filename, sc);
+  // A scenario is UTF-8 text in one YAML document: a NUL byte (yaml-cpp would guess UTF-16), a
+  // lone carriage return (old Mac line ends: the whole file would read as one comment), invalid
+  // UTF-8 or a second document are refused with where they are.
+  {
+    int line = 1;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+      const auto c = static_cast<unsigned char>(text[i]);
+      if (c == '\n') ++line;
+      if (c == 0) return Status(Errc::invalid_argument, fmt::format("{}:{}: a NUL byte: a scenario is UTF-8 text", filename, line));
+      if (c == '\r' && (i + 1 == text.size() || text[i + 1] != '\n'))
+        return Status(Errc::invalid_argument, fmt::format("{}:{}: a carriage return without a line feed: save the file with Unix (LF) or "
+                                                          "Windows (CRLF) line ends", filename, line));
+      if (c >= 0x80) {
+        const int n = (c & 0xE0) == 0xC0 ? 1 : (c & 0xF0) == 0xE0 ? 2 : (c & 0xF8) == 0xF0 ? 3 : -1;
+        bool ok = n > 0 && c >= 0xC2 && c <= 0xF4 && i + static_cast<std::size_t>(n) < text.size();
+        for (int k = 1; ok && k <= n; ++k) ok = (static_cast<unsigned char>(text[i + static_cast<std::size_t>(k)]) & 0xC0) == 0x80;
+        if (!ok) return Status(Errc::invalid_argument, fmt::format("{}:{}: a byte that is not UTF-8 (0x{:02x}): a scenario is UTF-8 text", filename, line, c));
+        i += static_cast<std::size_t>(n);
+      }
+    }
+  }
   YAML::Node root;
   try {
-    root = YAML::Load(text);
+    std::vector<YAML::Node> docs = YAML::LoadAll(text);
+    if (docs.size() > 1)
+      return Status(Errc::invalid_argument, fmt::format("{}:{}: a second YAML document: a scenario is one document (drop the '---' and "
+                                                        "what follows, or split it into two files)", filename, docs[1].Mark().line + 1));
+    if (!docs.empty()) root = docs.front();
   } catch (const YAML::Exception& e) {
     return Status(Errc::invalid_argument,
                   fmt::format("{}:{}:{}: YAML syntax error: {}", filename, e.mark.line + 1, e.mark.column + 1, e.msg));
@@ -385,11 +416,23 @@ Result<Scenario> parse_scenario(const std::string& text, const std::string& file
 }
 
 Result<Scenario> load_scenario(const std::string& path, const std::vector<std::string>& overrides, const Schema& schema) {
-  std::ifstream in(path);
+  // A scenario is a small text file: anything else (a folder, a device, a fifo, something huge)
+  // is refused before it is read, and at most kMaxBytes are ever read.
+  constexpr std::size_t kMaxBytes = 1 << 20;
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(st)) return Status(Errc::io, fmt::format("{}: no such scenario file", path));
+  if (!std::filesystem::is_regular_file(st))
+    return Status(Errc::invalid_argument, fmt::format("{}: not a regular file ({}): a scenario is a YAML text file", path,
+                                                      std::filesystem::is_directory(st) ? "a folder" : "a device, fifo or socket"));
+  std::ifstream in(path, std::ios::binary);
   if (!in) return Status(Errc::io, fmt::format("{}: cannot open the scenario file", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_scenario(ss.str(), path, overrides, schema);
+  std::string text(kMaxBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (text.size() > kMaxBytes)
+    return Status(Errc::invalid_argument, fmt::format("{}: over {} KiB: a scenario is a small text file", path, kMaxBytes / 1024));
+  return parse_scenario(text, path, overrides, schema);
 }
 
 bool Scenario::has(const std::string& key) const { return values.count(key) != 0; }

@@ -130,3 +130,59 @@ TEST(Scenario, WorkloadChecksNameTheKey) {
 
 }  // namespace
 }  // namespace rdmalab
+
+namespace rdmalab {
+namespace {
+
+// Inputs that used to crash, read without bounds or be silently accepted: each is refused with
+// where and why (a corpus of the reproducers of "numbers a user can trust").
+TEST(ScenarioInput, MalformedFilesAreRefusedWithWhereAndWhy) {
+  struct Bad {
+    std::string text, want;
+  };
+  const std::vector<Bad> bad = {
+      {"name: a\nworkload: { sizes: [] }\n", "lab.yaml:2:20: workload.sizes: an empty list"},
+      {"name: a\nfabric: { gpus_per_node: [] }\n", "fabric.gpus_per_node"},
+      {"name: a\n---\nname: b\n", "lab.yaml:3: a second YAML document"},
+      {"name: a\rworkload: { type: send_bw }\r", "lab.yaml:1: a carriage return without a line feed"},
+      {std::string("name: a\n\0\n", 10), "lab.yaml:2: a NUL byte"},
+      {"workload: { type: send_bw }\nworkload: { size: 8B }\n", "lab.yaml:2:1: workload: appears twice"},
+      {"fabric: { nic: { message_rate: .nan } }\n", "fabric.nic.message_rate: '.nan' is not a finite number"},
+      {"fabric: { nic: { message_rate: .inf } }\n", "not a finite number"},
+      {"name: \"a\xff\"\n", "lab.yaml:1: a byte that is not UTF-8 (0xff)"},
+      {"name: \"a\xc3\"\n", "not UTF-8"},
+  };
+  for (const auto& b : bad) {
+    const std::string msg = error_of(b.text);
+    EXPECT_NE(msg.find(b.want), std::string::npos) << "got: " << msg;
+  }
+  // Windows line ends and UTF-8 text are fine.
+  auto ok = parse("name: caf\xc3\xa9\r\nworkload: { type: send_bw }\r\n");
+  ASSERT_TRUE(ok.is_ok()) << ok.status().message();
+  EXPECT_EQ(ok->get_string("name"), "caf\xc3\xa9");
+}
+
+TEST(ScenarioInput, OnlySmallRegularFilesAreRead) {
+  const Schema schema = full_schema(all_backends());
+  auto msg = [&](const std::string& path) {
+    auto r = load_scenario(path, {}, schema);
+    EXPECT_FALSE(r.is_ok()) << path;
+    return r.is_ok() ? std::string() : r.status().message();
+  };
+  EXPECT_NE(msg(::testing::TempDir()).find("not a regular file (a folder)"), std::string::npos);
+  EXPECT_NE(msg("/dev/zero").find("not a regular file"), std::string::npos);
+  EXPECT_NE(msg("/nonexistent/lab.yaml").find("no such scenario file"), std::string::npos);
+  const std::string big = ::testing::TempDir() + "/rdmalab-big.yaml";
+  {
+    std::FILE* f = std::fopen(big.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::string line = "# " + std::string(1000, 'x') + "\n";
+    for (int i = 0; i < 1100; ++i) std::fputs(line.c_str(), f);
+    std::fclose(f);
+  }
+  EXPECT_NE(msg(big).find("a scenario is a small text file"), std::string::npos);
+  std::remove(big.c_str());
+}
+
+}  // namespace
+}  // namespace rdmalab
