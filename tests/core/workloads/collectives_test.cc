@@ -267,7 +267,7 @@ TEST_P(ChannelsOn, ZeroWrongWithOneAndSeveralRanksPerNode) {
   // delivers exact bytes, with the node's ranks in a rotated order per channel. On verbs (ranks
   // are processes in a 2-CPU VM) 16 ranks run the all-reduce only.
   const std::string& b = GetParam();
-  for (const auto [coll, algo] : {std::pair{"all_reduce", "ring"}, {"all_reduce", "tree"}, {"all_gather", "ring"}, {"reduce_scatter", "ring"}})
+  for (const auto& [coll, algo] : {std::pair{"all_reduce", "ring"}, {"all_reduce", "tree"}, {"all_gather", "ring"}, {"reduce_scatter", "ring"}})
     for (auto [nodes, g] : {std::pair{1, 1}, {2, 1}, {3, 1}, {8, 1}, {16, 1}, {1, 8}, {2, 4}, {2, 8}, {3, 2}}) {
       if (b == "verbs" && nodes * g == 16 && std::string(algo) != "ring") continue;
       if (b == "verbs" && nodes * g == 16 && std::string(coll) != "all_reduce") continue;
