@@ -241,7 +241,7 @@ class Parser {
       if (!it->first.IsScalar()) return err(it->first, path, "keys must be plain words");
       std::string key = it->first.Scalar();
       if (!seen.insert(key).second)
-        return err(it->first, path.empty() ? key : path + "." + key, "appears twice in the same mapping (YAML keys are unique)");
+        return err(it->first, path.empty() ? key : path + "." + key, "given twice in the same mapping (YAML keys are unique)");
       std::string child = path.empty() ? key : path + "." + key;
       if (const KeySpec* spec = schema_.find(child)) {
         RDMALAB_TRY(set_leaf(*spec, it->second, loc_of(it->second.IsNull() ? it->first : it->second)));
@@ -421,7 +421,7 @@ Result<Scenario> load_scenario(const std::string& path, const std::vector<std::s
   constexpr std::size_t kMaxBytes = 1 << 20;
   std::error_code ec;
   const auto st = std::filesystem::status(path, ec);
-  if (ec || !std::filesystem::exists(st)) return Status(Errc::io, fmt::format("{}: no such scenario file", path));
+  if (ec || !std::filesystem::exists(st)) return Status(Errc::io, fmt::format("{}: cannot open the scenario file: no such file", path));
   if (!std::filesystem::is_regular_file(st))
     return Status(Errc::invalid_argument, fmt::format("{}: not a regular file ({}): a scenario is a YAML text file", path,
                                                       std::filesystem::is_directory(st) ? "a folder" : "a device, fifo or socket"));

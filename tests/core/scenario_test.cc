@@ -146,7 +146,7 @@ TEST(ScenarioInput, MalformedFilesAreRefusedWithWhereAndWhy) {
       {"name: a\n---\nname: b\n", "lab.yaml:3: a second YAML document"},
       {"name: a\rworkload: { type: send_bw }\r", "lab.yaml:1: a carriage return without a line feed"},
       {std::string("name: a\n\0\n", 10), "lab.yaml:2: a NUL byte"},
-      {"workload: { type: send_bw }\nworkload: { size: 8B }\n", "lab.yaml:2:1: workload: appears twice"},
+      {"workload: { type: send_bw }\nworkload: { size: 8B }\n", "lab.yaml:2:1: workload: given twice in the same mapping"},
       {"fabric: { nic: { message_rate: .nan } }\n", "fabric.nic.message_rate: '.nan' is not a finite number"},
       {"fabric: { nic: { message_rate: .inf } }\n", "not a finite number"},
       {"name: \"a\xff\"\n", "lab.yaml:1: a byte that is not UTF-8 (0xff)"},
@@ -171,7 +171,7 @@ TEST(ScenarioInput, OnlySmallRegularFilesAreRead) {
   };
   EXPECT_NE(msg(::testing::TempDir()).find("not a regular file (a folder)"), std::string::npos);
   EXPECT_NE(msg("/dev/zero").find("not a regular file"), std::string::npos);
-  EXPECT_NE(msg("/nonexistent/lab.yaml").find("no such scenario file"), std::string::npos);
+  EXPECT_NE(msg("/nonexistent/lab.yaml").find("cannot open the scenario file: no such file"), std::string::npos);
   const std::string big = ::testing::TempDir() + "/rdmalab-big.yaml";
   {
     std::FILE* f = std::fopen(big.c_str(), "w");
