@@ -6,12 +6,15 @@
 #include <nlohmann/json.hpp>
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <signal.h>
 #include <unistd.h>
 
 #include "backends.h"
@@ -32,6 +35,30 @@ namespace {
 constexpr int kExitOk = 0;
 constexpr int kExitRunFailed = 1;
 constexpr int kExitUsage = 2;
+
+// Stopping a run (Ctrl-C, SIGTERM from a scheduler, a closed terminal): the first signal asks the
+// backend to stop (simgrid and verbs kill their processes, loopback wakes its ranks), the run's
+// outputs are written complete with the outcome "cancelled", and the exit status is the shell's
+// 128 + signal. A backend that cannot be stopped within kStopGrace seconds is ended by SIGALRM;
+// a second signal ends the process at once. Either way, child processes die with it
+// (fork_child's parent-death signal).
+std::atomic<bool> g_stop{false};
+volatile std::sig_atomic_t g_stop_signal = 0;
+constexpr unsigned kStopGrace = 10;
+
+extern "C" void on_stop_signal(int sig) {
+  g_stop_signal = sig;
+  g_stop.store(true);
+  ::alarm(kStopGrace);
+}
+
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sa.sa_flags = SA_RESETHAND;  // the second one takes its default action
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+}
 
 // Writes through a temporary file and a rename, so an existing file is never left half-written.
 Status write_file_atomically(const std::string& path, const std::string& text) {
@@ -234,7 +261,10 @@ int cmd_run(RunArgs a) {
     options.placement = Placement{a.bootstrap, a.rank, a.size, token};
   }
   options.progress = !a.quiet && ::isatty(STDERR_FILENO);
+  options.cancel = &g_stop;
+  install_stop_handlers();
   RunOutcome out = run_scenario(*sc, **backend, options);
+  const int stopped_by = g_stop_signal;
   print_table(out.rows);
   if (!a.json.empty()) {
     RunInfo info;
@@ -244,7 +274,7 @@ int cmd_run(RunArgs a) {
     info.seed = static_cast<std::uint64_t>(sc->get_int("seed"));
     info.version = version();
     if (!out.status) {
-      info.status = "failed";
+      info.status = stopped_by ? "cancelled" : "failed";
       info.error = out.status.message();
     }
     Status w = write_file_atomically(a.json, results_to_json(info, out.rows));
@@ -252,6 +282,11 @@ int cmd_run(RunArgs a) {
       fmt::print(stderr, "rdmalab: --json: {}\n", w.message());
       return kExitRunFailed;
     }
+  }
+  if (stopped_by) {
+    const char* name = stopped_by == SIGINT ? "SIGINT" : stopped_by == SIGTERM ? "SIGTERM" : "SIGHUP";
+    fmt::print(stderr, "rdmalab: stopped by {}: {}\n", name, out.status ? "the run had ended" : out.status.message());
+    return 128 + stopped_by;
   }
   if (!out.status) {
     fmt::print(stderr, "rdmalab: run failed: {}\n", out.status.message());

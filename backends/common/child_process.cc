@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -39,6 +40,7 @@ Result<std::pair<pid_t, int>> fork_child(const std::function<ChildOutcome()>& bo
   if (::pipe(fds) != 0) return Status(Errc::io, fmt::format("pipe: {}", std::strerror(errno)));
   std::fflush(stdout);
   std::fflush(stderr);
+  const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
     int err = errno;
@@ -47,6 +49,12 @@ Result<std::pair<pid_t, int>> fork_child(const std::function<ChildOutcome()>& bo
     return Status(Errc::io, fmt::format("fork: {}", std::strerror(err)));
   }
   if (pid == 0) {
+    // The child does not outlive its parent: killed with it whatever ends the parent (a signal,
+    // a crash, a kill -9), so a stopped run leaves no simulation or rank running. (Linux: the
+    // signal comes when the thread that forked ends, which waits for this child in
+    // collect_child.) A parent already gone before this line: leave at once.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);
     ::close(fds[0]);
     ChildOutcome out;
     try {

@@ -814,6 +814,9 @@ class LoopbackBackend final : public Backend {
     return Status::ok();
   }
 
+  // A stop request wakes every rank's wait (see launch).
+  bool can_cancel() const override { return true; }
+
   Status launch(const LaunchSpec& spec, const RankMain& main) override {
     if (spec.ranks < 1 || spec.ranks > kMaxRanks)
       return Status(Errc::invalid_argument, fmt::format("loopback runs 1..{} ranks (asked {})", kMaxRanks, spec.ranks));
@@ -846,7 +849,27 @@ class LoopbackBackend final : public Backend {
         results[static_cast<std::size_t>(r)] = st;
       });
     }
+    // A stop request (LaunchSpec::cancel) wakes every rank the way a failed rank does: their
+    // waits return, and the run ends cancelled.
+    std::atomic<bool> ended{false};
+    std::atomic<bool> stopped{false};
+    std::thread watcher;
+    if (spec.cancel)
+      watcher = std::thread([&] {
+        while (!ended.load()) {
+          if (spec.cancel->load()) {
+            stopped = true;
+            shared.abort("stopped by the user");
+            fabric.abort("stopped by the user");
+            return;
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+      });
     for (auto& t : threads) t.join();
+    ended = true;
+    if (watcher.joinable()) watcher.join();
+    if (stopped) return Status(Errc::cancelled, "stopped by the user");
     return first_failure(results);
   }
 

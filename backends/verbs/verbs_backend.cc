@@ -1077,6 +1077,10 @@ class VerbsBackend final : public Backend {
   }
   bool hosts_all_ranks() const override { return false; }
 
+  // Local ranks are child processes, killed on a stop request; one rank per process (--bootstrap,
+  // mpirun) is stopped by its launcher's signal.
+  bool can_cancel() const override { return true; }
+
   Status launch(const LaunchSpec& spec, const RankMain& main) override {
     if (spec.placement.rendezvous == "mpi") {
       // One rank of a run started by mpirun: MPI gives the rank, the size and the allgather.

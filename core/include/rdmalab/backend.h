@@ -105,8 +105,8 @@ struct LaunchSpec {
   // Show progress on stderr (simulated time reached, rate) during long runs.
   bool progress = false;
   // When not null and set to true by another thread: stop the run as soon as possible and return
-  // Errc::cancelled. Backends that run ranks in child processes (simgrid, verbs) kill them; see
-  // Backend::can_cancel().
+  // Errc::cancelled. Backends that run ranks in child processes (simgrid, verbs) kill them,
+  // loopback wakes its rank threads' waits; see Backend::can_cancel().
   const std::atomic<bool>* cancel = nullptr;
 };
 
