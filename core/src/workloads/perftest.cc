@@ -242,22 +242,45 @@ struct SideReport {
   std::array<std::uint64_t, kMaxQps> sent{};  // messages per QP
 };
 
-// Peak bandwidth over windows of at least `window` messages (perftest reports the best rate it saw).
+// Peak rate, as perftest reports it: the best rate over a window that starts when a message is
+// posted and ends when a later one completes. Only messages posted inside the window and completed
+// by its end are counted (completed(t) - posted(start)), so every byte counted crossed the wire
+// inside the window and the peak can never exceed what the link or the NIC allows, however the
+// completions bunch. Samples are thinned by halving when full, so memory stays bounded on long
+// runs; the first sample (nothing posted) is kept, so the peak is never below the average.
 class PeakTracker {
  public:
-  explicit PeakTracker(std::uint64_t window) : window_(std::max<std::uint64_t>(window, 1)) {}
-  void sample(double t, std::uint64_t msgs) {
-    pts_.emplace_back(t, msgs);
-    while (pts_.size() > 2 && msgs - pts_[1].second >= window_) pts_.pop_front();
-    if (msgs - pts_.front().second >= window_ && t > pts_.front().first)
-      peak_msgs_per_s_ = std::max(peak_msgs_per_s_, static_cast<double>(msgs - pts_.front().second) / (t - pts_.front().first));
+  void sample(double t, std::uint64_t posted, std::uint64_t completed) {
+    if (pts_.size() == kMax) {
+      std::size_t w = 1;
+      for (std::size_t r = 2; r < pts_.size(); r += 2) pts_[w++] = pts_[r];
+      pts_.resize(w);
+      stride_ *= 2;
+    }
+    if (pts_.empty() || ++skipped_ >= stride_) {
+      pts_.push_back({t, posted, completed});
+      skipped_ = 0;
+    } else {
+      pts_.back() = {t, posted, completed};  // the latest state always ends a window
+    }
   }
-  double peak_msgs_per_s() const { return peak_msgs_per_s_; }
+  double peak_msgs_per_s() const {
+    double best = 0;
+    for (std::size_t e = 1; e < pts_.size(); ++e)
+      for (std::size_t s = 0; s < e; ++s)
+        if (pts_[e].completed > pts_[s].posted && pts_[e].t > pts_[s].t)
+          best = std::max(best, static_cast<double>(pts_[e].completed - pts_[s].posted) / (pts_[e].t - pts_[s].t));
+    return best;
+  }
 
  private:
-  std::uint64_t window_;
-  std::deque<std::pair<double, std::uint64_t>> pts_;
-  double peak_msgs_per_s_ = 0;
+  struct Point {
+    double t;
+    std::uint64_t posted, completed;
+  };
+  static constexpr std::size_t kMax = 512;
+  std::vector<Point> pts_;
+  std::size_t stride_ = 1, skipped_ = 0;
 };
 
 // One timed (or warm-up) phase of a bandwidth test at one size. Sends on every QP while also
@@ -282,9 +305,9 @@ Status bw_phase(Pair& c, std::uint64_t size, std::uint64_t count, bool timed, Si
 
   RDMALAB_TRY(env.boot.barrier());
   const double t0 = env.rt.now();
-  // Completions arrive in batches (one signaled per cq_mod, and requests sharing a link finish
-  // together), so a short window overstates the rate: take windows of four queue depths.
-  PeakTracker peak(4 * std::max<std::uint64_t>(c.p.tx_depth, c.p.cq_mod));
+  PeakTracker peak;
+  std::uint64_t total_posted = 0;
+  if (sends) peak.sample(t0, 0, 0);
   std::vector<Sge> sges(c.p.post_list);
   std::vector<SendWr> wrs(c.p.post_list);
   std::array<Completion, kWcBatch> wcs;
@@ -345,6 +368,7 @@ Status bw_phase(Pair& c, std::uint64_t size, std::uint64_t count, bool timed, Si
           Status st = c.qps[q]->post_send(std::span<const SendWr>(wrs.data(), n), &bad);
           if (!st) return st.with_context(fmt::format("rank {}: post_send on QP {}", env.rank, q));
           posted[q] += n;
+          total_posted += n;
         }
       }
     }
@@ -376,7 +400,7 @@ Status bw_phase(Pair& c, std::uint64_t size, std::uint64_t count, bool timed, Si
       }
     }
     const double t = env.rt.now();
-    if (sends) peak.sample(t, total_completed);
+    if (sends) peak.sample(t, total_posted, total_completed);
     if (sends && timed && c.p.use_duration && !stopping && t - t0 >= c.p.duration) {
       // Time is up: one more signaled request per QP closes the stream (marked last for send).
       stopping = true;

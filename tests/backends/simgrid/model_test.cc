@@ -149,6 +149,33 @@ TEST_F(SimgridModel, PipelinedWriteBandwidthReachesTheLink) {
   EXPECT_EQ(out.rows[0].errors, 0u);
 }
 
+// Every printed bandwidth, peak included, stays within the link and the NIC's message rate, for
+// small messages (rate-bound, completions bunched by cq_mod) and large (link-bound), on one QP and
+// on several. A peak taken over too short a window used to report more than the link.
+TEST_F(SimgridModel, NoPrintedFigureExceedsTheLinkOrTheMessageRate) {
+  constexpr double kLinkGbps = 100, kMsgRate = 200e6;
+  for (const char* type : {"write_bw", "read_bw", "send_bw"})
+    for (const char* qps : {"1", "4"}) {
+      Scenario sc = scenario("backend: simgrid\nfabric: { topology: star, link: { bandwidth: 100Gbps, latency: 1us } }\n",
+                             {"fabric.nodes=2", std::string("workload.type=") + type, "workload.sizes=[8B, 4KiB, 1MiB]",
+                              "workload.iterations=200", std::string("workload.qps=") + qps, "workload.cq_mod=16"});
+      auto backend = all_backends().make("simgrid");
+      RunOutcome out = run_scenario(sc, **backend);
+      ASSERT_TRUE(out.status.is_ok()) << type << " qps " << qps << ": " << out.status.to_string();
+      ASSERT_EQ(out.rows.size(), 3u);
+      for (const auto& r : out.rows) {
+        std::printf("  %-8s qps %s %8llu B: avg %7.2f Gb/s, peak %7.2f Gb/s, %6.1f Mmsg/s\n", type, qps,
+                    static_cast<unsigned long long>(r.bytes), r.bw_gbps, r.bw_peak_gbps, r.msg_rate_mpps);
+        EXPECT_LE(r.bw_peak_gbps, kLinkGbps * 1.0001) << type << " qps " << qps << " " << r.bytes << " B";
+        EXPECT_LE(r.bw_gbps, kLinkGbps * 1.0001) << type << " qps " << qps << " " << r.bytes << " B";
+        EXPECT_GE(r.bw_peak_gbps, r.bw_gbps * 0.9999) << type << " qps " << qps << " " << r.bytes << " B";
+        EXPECT_LE(r.bw_peak_gbps * 1e9 / 8 / static_cast<double>(r.bytes), kMsgRate * 1.0001) << type << " qps " << qps << " " << r.bytes << " B";
+        EXPECT_LE(r.msg_rate_mpps * 1e6, kMsgRate * 1.0001);
+        EXPECT_EQ(r.errors, 0u);
+      }
+    }
+}
+
 TEST_F(SimgridModel, IncastSendersShareTheReceiversLink) {
   constexpr std::size_t kSize = 8 << 20;
   for (int senders : {2, 4, 7}) {
