@@ -21,6 +21,7 @@
 #include "doctor.h"
 #include "validation.h"
 #include "rdmalab/calibration.h"
+#include "rdmalab/files.h"
 #include "rdmalab/record.h"
 #include "rdmalab/run.h"
 #include "rdmalab/tcp_bootstrap.h"
@@ -58,21 +59,6 @@ void install_stop_handlers() {
   sa.sa_flags = SA_RESETHAND;  // the second one takes its default action
   sigemptyset(&sa.sa_mask);
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
-}
-
-// Writes through a temporary file and a rename, so an existing file is never left half-written.
-Status write_file_atomically(const std::string& path, const std::string& text) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) return Status(Errc::io, fmt::format("{}: cannot write ({})", path, std::strerror(errno)));
-    out << text;
-    if (!out.flush()) return Status(Errc::io, fmt::format("{}: write failed", path));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return Status(Errc::io, fmt::format("{}: cannot replace: {}", path, ec.message()));
-  return Status::ok();
 }
 
 // Before a run: whether a file can be written at `path` when the run ends (its folder exists and
@@ -201,10 +187,30 @@ Result<Scenario> load(const std::string& path, const std::vector<std::string>& s
   return load_scenario(path, sets, full_schema(all_backends()));
 }
 
+// A message of several problems, one per line, each line prefixed as a single one would be.
+void print_problems(const std::string& message) {
+  std::size_t start = 0;
+  while (start <= message.size()) {
+    const std::size_t end = message.find('\n', start);
+    fmt::print(stderr, "rdmalab: {}\n", message.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+}
+
+// Keys the file gives for another backend's section do not act on this run: say so.
+void note_other_backend_keys(const Scenario& sc, const std::string& backend) {
+  const auto keys = other_backend_keys(sc, backend);
+  if (keys.empty()) return;
+  std::string list;
+  for (const auto& k : keys) list += (list.empty() ? "" : ", ") + k;
+  fmt::print(stderr, "rdmalab: note: not used on backend {}: {} (keys for another backend)\n", backend, list);
+}
+
 int cmd_run(RunArgs a) {
   auto sc = load(a.scenario, a.sets);
   if (!sc) {
-    fmt::print(stderr, "rdmalab: {}\n", sc.status().message());
+    print_problems(sc.status().message());
     return kExitUsage;
   }
   std::string backend_name = a.backend.empty() ? sc->get_string("backend") : a.backend;
@@ -219,37 +225,52 @@ int cmd_run(RunArgs a) {
     return kExitUsage;
   }
   for (const auto& [option, path] : {std::pair<const char*, const std::string&>{"--json", a.json}, {"--record", a.record}})
-    if (!path.empty())
+    if (!path.empty()) {
       if (Status w = check_writable(path); !w) {
         fmt::print(stderr, "rdmalab: {}: {}\n", option, w.message());
         return kExitUsage;
       }
-  if (!a.quiet) {
-    fmt::print("rdmalab {} | scenario {} ({}) | backend {} | workload {} | ranks {}\n", version(), sc->get_string("name"), a.scenario,
-               backend_name, sc->get_string("workload.type"), scenario_ranks(*sc));
-    if (sc->is_set("description")) fmt::print("  {}\n", sc->get_string("description"));
-    std::fflush(stdout);
+      if (same_file(path, a.scenario)) {
+        fmt::print(stderr, "rdmalab: {} {}: that is the scenario file itself; write the results elsewhere\n", option, path);
+        return kExitUsage;
+      }
+    }
+  if (!a.json.empty() && !a.record.empty() && same_file(a.json, a.record)) {
+    fmt::print(stderr, "rdmalab: --json and --record both name {}: one would overwrite the other; give them different files\n", a.json);
+    return kExitUsage;
   }
   if (!a.record.empty() && !(*backend)->can_record()) {
     fmt::print(stderr, "rdmalab: --record: backend {} cannot record runs yet (simgrid can)\n", backend_name);
     return kExitUsage;
   }
-  RunOptions options;
-  options.record_path = a.record;
-  // Under mpirun with no --bootstrap, the verbs backend takes its ranks from MPI.
-  bool mpi_env = false;
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"}) mpi_env = mpi_env || std::getenv(v) != nullptr;
-  if (a.bootstrap.empty() && mpi_env && backend_name == "verbs") a.bootstrap = "mpi";
-  if (a.bootstrap == "mpi") {
-    options.placement = Placement{"mpi", -1, -1, ""};
-  } else if (!a.bootstrap.empty()) {
+  // --rank, --size and --token place this process in a run across processes: only with
+  // --bootstrap, and only on a backend that runs one rank per process.
+  if (a.bootstrap.empty() && (a.rank != -1 || a.size != -1 || !a.token.empty())) {
+    fmt::print(stderr, "rdmalab: {} goes only with --bootstrap HOST:PORT (a run across processes, verbs backend)\n",
+               a.rank != -1 ? "--rank" : a.size != -1 ? "--size" : "--token");
+    return kExitUsage;
+  }
+  if (!a.bootstrap.empty() && (*backend)->hosts_all_ranks()) {
+    fmt::print(stderr, "rdmalab: --bootstrap: backend {} runs every rank in this process; --bootstrap is for the verbs backend, "
+                       "one rank per process\n", backend_name);
+    return kExitUsage;
+  }
+  if (!a.bootstrap.empty() && a.bootstrap != "mpi") {
     if (a.rank < 0 || a.size < 1) {
-      fmt::print(stderr, "rdmalab: --bootstrap needs --rank R and --size N\n");
+      fmt::print(stderr, "rdmalab: --bootstrap needs --rank R and --size N (0 <= R < N)\n");
       return kExitUsage;
     }
-    std::string token = a.token;
-    if (token.empty() && std::getenv("RDMALAB_TOKEN")) token = std::getenv("RDMALAB_TOKEN");
-    if (token.empty()) {
+    if (a.size != scenario_ranks(*sc)) {
+      fmt::print(stderr, "rdmalab: --size {} but the scenario has {} ranks (fabric.nodes x fabric.gpus_per_node): use --size {} or "
+                         "--set fabric.nodes=...\n", a.size, scenario_ranks(*sc), scenario_ranks(*sc));
+      return kExitUsage;
+    }
+    if (a.rank >= a.size) {
+      fmt::print(stderr, "rdmalab: --rank {} is not below --size {} (ranks count from 0)\n", a.rank, a.size);
+      return kExitUsage;
+    }
+    if (a.token.empty() && std::getenv("RDMALAB_TOKEN")) a.token = std::getenv("RDMALAB_TOKEN");
+    if (a.token.empty()) {
       fmt::print(stderr, "rdmalab: --bootstrap needs a run token shared by every rank: --token T or RDMALAB_TOKEN=T "
                          "(e.g. T=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \\n'))\n");
       return kExitUsage;
@@ -258,8 +279,24 @@ int cmd_run(RunArgs a) {
       fmt::print(stderr, "rdmalab: --bootstrap: {}\n", hp.status().message());
       return kExitUsage;
     }
-    options.placement = Placement{a.bootstrap, a.rank, a.size, token};
   }
+  if (!a.quiet) {
+    fmt::print("rdmalab {} | scenario {} ({}) | backend {} | workload {} | ranks {}\n", version(), sc->get_string("name"), a.scenario,
+               backend_name, sc->get_string("workload.type"), scenario_ranks(*sc));
+    if (sc->is_set("description")) fmt::print("  {}\n", sc->get_string("description"));
+    std::fflush(stdout);
+  }
+  note_other_backend_keys(*sc, backend_name);
+  RunOptions options;
+  options.record_path = a.record;
+  // Under mpirun with no --bootstrap, the verbs backend takes its ranks from MPI.
+  bool mpi_env = false;
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"}) mpi_env = mpi_env || std::getenv(v) != nullptr;
+  if (a.bootstrap.empty() && mpi_env && backend_name == "verbs") a.bootstrap = "mpi";
+  if (a.bootstrap == "mpi")
+    options.placement = Placement{"mpi", -1, -1, ""};
+  else if (!a.bootstrap.empty())
+    options.placement = Placement{a.bootstrap, a.rank, a.size, a.token};
   options.progress = !a.quiet && ::isatty(STDERR_FILENO);
   options.cancel = &g_stop;
   install_stop_handlers();
@@ -298,7 +335,7 @@ int cmd_run(RunArgs a) {
 int cmd_validate(const std::string& path, const std::vector<std::string>& sets, const std::string& backend_override) {
   auto sc = load(path, sets);
   if (!sc) {
-    fmt::print(stderr, "rdmalab: {}\n", sc.status().message());
+    print_problems(sc.status().message());
     return kExitUsage;
   }
   std::string backend_name = backend_override.empty() ? sc->get_string("backend") : backend_override;
@@ -312,6 +349,7 @@ int cmd_validate(const std::string& path, const std::vector<std::string>& sets, 
     fmt::print(stderr, "rdmalab: {}\n", st.message());
     return kExitUsage;
   }
+  note_other_backend_keys(*sc, backend_name);
   fmt::print("{}: ok ({} on {}, {} ranks)\n", path, sc->get_string("workload.type"), backend_name, scenario_ranks(*sc));
   return kExitOk;
 }

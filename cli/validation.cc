@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backends.h"
+#include "rdmalab/files.h"
 #include "rdmalab/run.h"
 
 namespace rdmalab {
@@ -187,13 +188,9 @@ int cmd_validation(const std::vector<std::string>& args, const std::string& json
   fmt::print("{} cases: {} within tolerance, {} outside, {} failed; median |error| {:.1f}% (limit {:.1f}%)\n", cases.size(),
              cases.size() - static_cast<std::size_t>(outside + failed), outside, failed, median * 100, median_limit * 100);
   if (!json_path.empty()) {
-    std::ofstream f(json_path + ".tmp");
-    f << nlohmann::json{{"cases", out}, {"median_abs_error", median}}.dump(2) << "\n";
-    f.close();
-    std::error_code ec;
-    std::filesystem::rename(json_path + ".tmp", json_path, ec);
-    if (!f || ec) {
-      fmt::print(stderr, "rdmalab validation: --json {}: cannot be written\n", json_path);
+    Status st = write_file_atomically(json_path, nlohmann::json{{"cases", out}, {"median_abs_error", median}}.dump(2) + "\n");
+    if (!st) {
+      fmt::print(stderr, "rdmalab validation: --json: {}\n", st.message());
       return 1;
     }
   }

@@ -811,6 +811,12 @@ class LoopbackBackend final : public Backend {
   Status check(const Scenario& sc) const override {
     if (sc.get_int("fabric.nodes") * sc.get_int("fabric.gpus_per_node") > kMaxRanks)
       return sc.error("fabric.nodes", fmt::format("loopback runs every rank as a thread: at most {} ranks (use simgrid for more)", kMaxRanks));
+    // dmabuf and peermem are how a NIC reaches GPU memory; loopback has no NIC: its ranks copy
+    // GPU memory with the GPU's own copies, which is what auto does here.
+    const std::string path = sc.get_string("workload.gpu_path");
+    if (sc.is_set("workload.gpu_path") && (path == "dmabuf" || path == "peermem"))
+      return sc.error("workload.gpu_path", fmt::format("{} is how a NIC reaches GPU memory; the loopback backend has no NIC and copies GPU "
+                                                       "memory directly: use auto (direct copies) or staged (host bounce buffers)", path));
     return Status::ok();
   }
 

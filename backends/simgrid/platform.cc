@@ -1,6 +1,7 @@
 #include "simgrid/platform.h"
 
 #include "rdmalab/calibration.h"
+#include "rdmalab/run.h"
 
 #include <fmt/format.h>
 
@@ -132,19 +133,6 @@ void add_presets(Schema& s) {
                  {"fabric.node.gpu.memory_bandwidth", "3.35TB/s"}}}));  // H100 SXM5 HBM3 (datasheet)
 }
 
-namespace {
-
-std::int64_t product(const std::vector<std::int64_t>& v) {
-  return std::accumulate(v.begin(), v.end(), std::int64_t{1}, [](std::int64_t a, std::int64_t b) { return a * b; });
-}
-
-std::string times(const std::vector<std::int64_t>& v) {
-  std::string s;
-  for (auto x : v) s += (s.empty() ? "" : " × ") + std::to_string(x);
-  return s;
-}
-
-}  // namespace
 
 int fat_tree_level(const Scenario& sc, long nodes, long creation) {
   const auto down = sc.get_ints("fabric.fat_tree.down"), up = sc.get_ints("fabric.fat_tree.up");
@@ -173,6 +161,7 @@ std::string calibration_path(const Scenario& sc) {
 }
 
 Status check_fabric(const Scenario& sc) {
+  RDMALAB_TRY(check_fabric_shape(sc));  // node counts (run.h); run_scenario checks it too
   if (sc.has("fabric.calibration")) {
     if (sc.get_string("fabric.model") == "alpha_beta")
       return sc.error("fabric.calibration", "fabric.model alpha_beta turns every effect off: drop the calibration, or use the calibrated model");
@@ -199,9 +188,6 @@ Status check_fabric(const Scenario& sc) {
       return sc.error("fabric.fat_tree.up", fmt::format("has {} entries; fabric.fat_tree.levels is {}", up.size(), levels));
     if (sc.has("fabric.fat_tree.parallel") && static_cast<std::int64_t>(sc.get_ints("fabric.fat_tree.parallel").size()) != levels)
       return sc.error("fabric.fat_tree.parallel", fmt::format("needs {} entries, one per level", levels));
-    if (product(down) != nodes)
-      return sc.error("fabric.fat_tree.down",
-                      fmt::format("{} = {} nodes, but fabric.nodes is {}", times(down), product(down), nodes));
     // SimGrid's fat tree routes between nodes: with a node model, all of a node's NICs would take
     // one path above the leaves to a given node, where a real fabric routes each NIC's address
     // on its own (NCCL's channels cross on different NICs to reach different spines).
@@ -212,17 +198,11 @@ Status check_fabric(const Scenario& sc) {
                                   "fat_tree, or one NIC per node", levels, sc.get_int("fabric.node.nics")));
   } else if (topo == "torus") {
     if (!sc.has("fabric.torus.dims")) return sc.error("fabric.topology", "a torus needs fabric.torus.dims, e.g. [4, 4, 4]");
-    auto dims = sc.get_ints("fabric.torus.dims");
-    if (product(dims) != nodes)
-      return sc.error("fabric.torus.dims",
-                      fmt::format("{} = {} nodes, but fabric.nodes is {}", times(dims), product(dims), nodes));
   } else if (topo == "dragonfly") {
     for (const char* k : {"fabric.dragonfly.groups", "fabric.dragonfly.chassis", "fabric.dragonfly.routers"}) {
       if (!sc.has(k)) return sc.error("fabric.topology", fmt::format("a dragonfly needs {} as [count, links]", k));
       if (sc.get_ints(k).size() != 2) return sc.error(k, "needs two numbers: [count, links]");
     }
-    std::int64_t n = sc.get_ints("fabric.dragonfly.groups")[0] * sc.get_ints("fabric.dragonfly.chassis")[0] *
-                     sc.get_ints("fabric.dragonfly.routers")[0] * sc.get_int("fabric.dragonfly.blades");
     // SimGrid 3.32 wires the links between groups from router k of a chassis to group k, and
     // crashes (segmentation fault) when a chassis has fewer routers than there are groups.
     if (sc.get_ints("fabric.dragonfly.groups")[0] > sc.get_ints("fabric.dragonfly.routers")[0])
@@ -231,9 +211,6 @@ Status check_fabric(const Scenario& sc) {
                                   "3.32 links router k of each chassis to group k",
                                   sc.get_ints("fabric.dragonfly.groups")[0], sc.get_ints("fabric.dragonfly.groups")[0],
                                   sc.get_ints("fabric.dragonfly.routers")[0]));
-    if (n != nodes)
-      return sc.error("fabric.dragonfly.blades",
-                      fmt::format("groups × chassis × routers × blades = {} nodes, but fabric.nodes is {}", n, nodes));
   } else if (topo == "full") {
     if (nodes > 256)
       return sc.error("fabric.nodes",

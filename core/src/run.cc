@@ -7,7 +7,9 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <set>
 
+#include "rdmalab/files.h"
 #include "rdmalab/metrics.h"
 #include "rdmalab/record.h"
 #include "rdmalab/staging.h"
@@ -52,9 +54,64 @@ Schema full_schema(const BackendRegistry& backends) {
 
 int scenario_ranks(const Scenario& sc) { return static_cast<int>(sc.get_int("fabric.nodes") * sc.get_int("fabric.gpus_per_node")); }
 
+Status check_fabric_shape(const Scenario& sc) {
+  const std::string topo = sc.get_string("fabric.topology");
+  const std::int64_t nodes = sc.get_int("fabric.nodes");
+  auto product = [](const std::vector<std::int64_t>& v) {
+    long double p = 1;  // lists of up to a million each: no integer overflow
+    for (auto x : v) p *= static_cast<long double>(x);
+    return p;
+  };
+  auto times = [](const std::vector<std::int64_t>& v) {
+    std::string t;
+    for (auto x : v) t += (t.empty() ? "" : " × ") + std::to_string(x);
+    return t;
+  };
+  auto mismatch = [&](const char* key, const std::string& how, long double n) {
+    return sc.error(key, fmt::format("{} = {:.0f} nodes, but fabric.nodes is {}", how, static_cast<double>(n), nodes));
+  };
+  if (topo == "fat_tree" && sc.has("fabric.fat_tree.down")) {
+    const auto down = sc.get_ints("fabric.fat_tree.down");
+    if (product(down) != static_cast<long double>(nodes)) return mismatch("fabric.fat_tree.down", times(down), product(down));
+  } else if (topo == "torus" && sc.has("fabric.torus.dims")) {
+    const auto dims = sc.get_ints("fabric.torus.dims");
+    if (product(dims) != static_cast<long double>(nodes)) return mismatch("fabric.torus.dims", times(dims), product(dims));
+  } else if (topo == "dragonfly") {
+    std::vector<std::int64_t> counts;
+    for (const char* k : {"fabric.dragonfly.groups", "fabric.dragonfly.chassis", "fabric.dragonfly.routers"}) {
+      if (!sc.has(k) || sc.get_ints(k).size() != 2) return Status::ok();  // the backend that models it says what is missing
+      counts.push_back(sc.get_ints(k)[0]);
+    }
+    counts.push_back(sc.get_int("fabric.dragonfly.blades"));
+    if (product(counts) != static_cast<long double>(nodes))
+      return mismatch("fabric.dragonfly.blades", "groups × chassis × routers × blades = " + times(counts), product(counts));
+  }
+  return Status::ok();
+}
+
+std::vector<std::string> other_backend_keys(const Scenario& sc, const std::string& backend) {
+  // Core's own sections; any other first segment is a backend's section (docs/scenarios.md).
+  static const std::set<std::string> core_sections = {"name", "description", "backend", "seed", "fabric", "workload", "training", "record"};
+  std::vector<std::string> out;
+  for (const auto& [key, entry] : sc.values) {
+    if (!entry.explicit_) continue;
+    const std::string section = key.substr(0, key.find('.'));
+    if (!core_sections.count(section) && section != backend) out.push_back(key);
+  }
+  return out;
+}
+
 Status check_run(const Scenario& sc, Backend& backend) {
   Availability av = backend.availability();
   if (!av.usable) return Status(Errc::not_supported, fmt::format("backend '{}' is not usable here: {}", backend.name(), av.why));
+  // A key of another backend's section given on the command line was meant for this run: it
+  // would not act here. In the file, sections for other backends are how one scenario runs on
+  // all three transports; the CLI lists them as not used.
+  for (const auto& key : other_backend_keys(sc, backend.name()))
+    if (sc.loc(key).file.rfind("--set", 0) == 0)
+      return sc.error(key, fmt::format("is read by the {} backend only; this run uses {} (drop it, or run --backend {})",
+                                       key.substr(0, key.find('.')), backend.name(), key.substr(0, key.find('.'))));
+  RDMALAB_TRY(check_fabric_shape(sc));
   RDMALAB_TRY(backend.check(sc));
   const WorkloadInfo* w = builtin_workloads().find(sc.get_string("workload.type"));
   if (!w) return sc.error("workload.type", "unknown workload");
@@ -104,7 +161,23 @@ RunOutcome run_scenario(const Scenario& sc, Backend& backend, const RunOptions& 
   spec.metrics = metrics;
   // The backend writes next to the destination; the file takes its name once it is complete, so
   // an earlier record of the same name is never left half-overwritten.
-  const std::string record_tmp = options.record_path.empty() ? std::string() : options.record_path + ".tmp";
+  std::string record_tmp;
+  if (!options.record_path.empty()) {
+    if (options.record_temp_path.empty()) {
+      auto tmp = create_temp_next_to(options.record_path);
+      if (!tmp) {
+        out.status = Status(Errc::io, fmt::format("--record: {}", tmp.status().message()));
+        return out;
+      }
+      record_tmp = *tmp;
+    } else {
+      record_tmp = options.record_temp_path;
+      if (Status st = create_exclusive(record_tmp); !st) {
+        out.status = Status(Errc::io, fmt::format("--record: {}", st.message()));
+        return out;
+      }
+    }
+  }
   spec.record_path = record_tmp;
   if (sc.has("record.interval")) spec.record_interval_s = sc.get_time("record.interval");
   spec.progress = options.progress;
@@ -147,9 +220,11 @@ RunOutcome run_scenario(const Scenario& sc, Backend& backend, const RunOptions& 
       writer.end(out.status ? (out.errors ? "failed" : "ok") : out.status.code() == Errc::cancelled ? "cancelled" : "failed");
       rs = writer.close();
     }
-    if (rs && std::rename(record_tmp.c_str(), options.record_path.c_str()) != 0)
-      rs = Status(Errc::io, fmt::format("{}: cannot move the record into place ({})", options.record_path, std::strerror(errno)));
-    if (!rs && out.status) out.status = rs;
+    if (rs) rs = commit_temp(record_tmp, options.record_path);
+    if (!rs) {
+      std::remove(record_tmp.c_str());
+      if (out.status) out.status = rs;
+    }
   }
   if (out.status && out.errors > 0)
     out.status = Status(Errc::data, fmt::format("{} wrong bytes or failed checks in the delivered data", out.errors));

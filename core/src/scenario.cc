@@ -121,6 +121,8 @@ Result<std::int64_t> parse_int_in_range(const KeySpec& spec, const std::string& 
   std::size_t pos = 0;
   try {
     v = std::stoll(text, &pos, 10);
+  } catch (const std::out_of_range&) {
+    return range_error(spec, text);  // digits, but more than 64 bits hold
   } catch (...) {
     pos = 0;
   }
@@ -230,7 +232,10 @@ namespace {
 class Parser {
  public:
   Parser(const Schema& schema, std::string file, Scenario& out) : schema_(schema), file_(std::move(file)), out_(out) {}
+  static constexpr std::size_t kMaxProblems = 20;  // a file of anything else stops being read as a scenario
 
+  // Walks a mapping. A wrong key or value is noted and the walk goes on, so one pass reports
+  // every problem of the file (problems()); only a non-mapping where keys belong stops it.
   Status walk(const YAML::Node& node, const std::string& path) {
     if (!node.IsMap()) {
       if (path.empty()) return err(node, "", "a scenario is a YAML mapping of keys (name:, backend:, fabric:, workload:)");
@@ -238,20 +243,36 @@ class Parser {
     }
     std::set<std::string> seen;
     for (auto it = node.begin(); it != node.end(); ++it) {
-      if (!it->first.IsScalar()) return err(it->first, path, "keys must be plain words");
+      if (!it->first.IsScalar()) {
+        note(err(it->first, path, "keys must be plain words"));
+        continue;
+      }
       std::string key = it->first.Scalar();
-      if (!seen.insert(key).second)
-        return err(it->first, path.empty() ? key : path + "." + key, "given twice in the same mapping (YAML keys are unique)");
       std::string child = path.empty() ? key : path + "." + key;
+      if (!seen.insert(key).second) {
+        note(err(it->first, child, "given twice in the same mapping (YAML keys are unique)"));
+        continue;
+      }
       if (const KeySpec* spec = schema_.find(child)) {
-        RDMALAB_TRY(set_leaf(*spec, it->second, loc_of(it->second.IsNull() ? it->first : it->second)));
+        note(set_leaf(*spec, it->second, loc_of(it->second.IsNull() ? it->first : it->second)));
       } else if (!schema_.keys_under(child + ".").empty()) {
-        RDMALAB_TRY(walk(it->second, child));
+        note(walk(it->second, child));
       } else {
-        return err(it->first, child, unknown_key_hint(child));
+        note(err(it->first, child, unknown_key_hint(child)));
       }
     }
     return Status::ok();
+  }
+
+  void note(const Status& st) {
+    if (!st && problems_.size() < kMaxProblems) problems_.push_back(st.message());
+  }
+  // Every problem noted, one per line; ok when there is none.
+  Status problems() const {
+    if (problems_.empty()) return Status::ok();
+    std::string all;
+    for (const auto& p : problems_) all += (all.empty() ? "" : "\n") + p;
+    return Status(Errc::invalid_argument, all);
   }
 
   Status set_leaf(const KeySpec& spec, const YAML::Node& node, SourceLoc loc) {
@@ -319,6 +340,7 @@ class Parser {
 
  private:
   const Schema& schema_;
+  std::vector<std::string> problems_;
   std::string file_;
   Scenario& out_;
 };
@@ -363,6 +385,7 @@ Result<Scenario> parse_scenario(const std::string& text, const std::string& file
                   fmt::format("{}:{}:{}: YAML syntax error: {}", filename, e.mark.line + 1, e.mark.column + 1, e.msg));
   }
   if (!root.IsNull()) RDMALAB_TRY(p.walk(root, ""));
+  RDMALAB_TRY(p.problems());
 
   for (const auto& ov : overrides) {
     auto eq = ov.find('=');

@@ -20,6 +20,7 @@
 
 #include "charts.h"
 #include "models.h"
+#include "rdmalab/files.h"
 #include "rdmalab/run.h"
 #include "run_data.h"
 #include "run_panel.h"
@@ -31,14 +32,8 @@ namespace {
 
 QString write_text(const QString& path, const std::string& text) {
   // Through a temporary file and a rename: an existing file is never left half-written.
-  const QString tmp = path + ".tmp";
-  QFile f(tmp);
-  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) return QStringLiteral("%1: cannot write (%2)").arg(path, f.errorString());
-  if (f.write(text.data(), static_cast<qint64>(text.size())) != static_cast<qint64>(text.size())) return QStringLiteral("%1: write failed").arg(path);
-  f.close();
-  QFile::remove(path);
-  if (!QFile::rename(tmp, path)) return QStringLiteral("%1: cannot replace").arg(path);
-  return {};
+  Status st = write_file_atomically(path.toStdString(), text);
+  return st ? QString() : QString::fromStdString(st.message());
 }
 
 }  // namespace

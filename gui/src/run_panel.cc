@@ -265,6 +265,7 @@ bool RunPanel::run() {
     RunOptions opt;
     opt.metrics = &sink;
     opt.record_path = record;
+    if (!record.empty()) opt.record_temp_path = record + ".tmp";  // MainWindow follows it there
     opt.cancel = cancel.get();
     RunOutcome out = run_scenario(*scenario, *shared_backend, opt);
     const bool ok = out.status.is_ok();

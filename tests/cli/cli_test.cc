@@ -142,6 +142,74 @@ TEST(Cli, AnOutputPathThatCannotBeWrittenIsRefusedBeforeTheRun) {
   EXPECT_NE(r.out.find("--record: /nonexistent-folder/run.rec: the folder /nonexistent-folder does not exist"), std::string::npos) << r.out;
 }
 
+// Outputs never clobber the scenario or each other, never follow a link left at a temporary
+// name, and leave no temporary behind.
+TEST(Cli, OutputsAreWrittenWholeAndNeverOverEachOther) {
+  const auto dir = tmpdir() / "outputs";
+  std::filesystem::create_directories(dir);
+  const std::string sc = write_tmp("outputs.yaml", "name: outputs\nworkload: { type: write_bw, size: 4KiB, iterations: 20 }\n");
+  const std::string run = "run " + sc + " --backend loopback";
+  CliRun self = rdmalab(run + " --json " + sc);
+  EXPECT_EQ(self.status, 2) << self.out;
+  EXPECT_NE(self.out.find("that is the scenario file itself"), std::string::npos) << self.out;
+  const std::string same = (dir / "same.json").string();
+  CliRun both = rdmalab("run " + sc + " --json " + same + " --record " + (dir / "." / "same.json").string());
+  EXPECT_EQ(both.status, 2) << both.out;
+  EXPECT_NE(both.out.find("--json and --record both name"), std::string::npos) << both.out;
+  // A symbolic link where the old code wrote its temporary: the run does not write through it.
+  const auto target = dir / "target.txt";
+  { std::ofstream(target) << "untouched\n"; }
+  const auto out = dir / "out.json";
+  std::filesystem::remove(out.string() + ".tmp");
+  std::filesystem::create_symlink(target, out.string() + ".tmp");
+  CliRun ok = rdmalab(run + " --json " + out.string());
+  EXPECT_EQ(ok.status, 0) << ok.out;
+  std::ifstream t(target);
+  std::string line;
+  std::getline(t, line);
+  EXPECT_EQ(line, "untouched");
+  std::ifstream j(out);
+  EXPECT_EQ(nlohmann::json::parse(j)["status"], "ok");
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << "a temporary was left: " << e.path();
+}
+
+// --rank, --size and --token belong to --bootstrap, and --bootstrap to a backend with a process
+// per rank: anything else is refused before the run, exit 2.
+TEST(Cli, PlacementOptionsAreCheckedBeforeTheRun) {
+  const std::string run = "run " + scenario("write-bw-64k.yaml");
+  CliRun size = rdmalab(run + " --size 2");
+  EXPECT_EQ(size.status, 2) << size.out;
+  EXPECT_NE(size.out.find("--size goes only with --bootstrap"), std::string::npos) << size.out;
+  CliRun rank = rdmalab(run + " --rank abc");
+  EXPECT_EQ(rank.status, 2) << rank.out;
+  CliRun sim = rdmalab(run + " --bootstrap 127.0.0.1:5999 --rank 0 --size 2 --token t");
+  EXPECT_EQ(sim.status, 2) << sim.out;
+  EXPECT_NE(sim.out.find("runs every rank in this process"), std::string::npos) << sim.out;
+  EXPECT_EQ(sim.out.find("#bytes"), std::string::npos) << "the run went ahead: " << sim.out;
+}
+
+// A key of another backend's section on the command line would not act: refused. In the file it
+// is how one scenario serves several backends: the run says it is not used.
+TEST(Cli, KeysForAnotherBackendAreRefusedOrNamed) {
+  const std::string sc = write_tmp("other.yaml", "name: other\nworkload: { type: write_bw, size: 4KiB, iterations: 20 }\nloopback: { corrupt_every: 7 }\n");
+  CliRun set = rdmalab("validate " + scenario("write-bw-64k.yaml") + " --set loopback.corrupt_every=3");
+  EXPECT_EQ(set.status, 2) << set.out;
+  EXPECT_NE(set.out.find("loopback.corrupt_every: is read by the loopback backend only; this run uses simgrid"), std::string::npos) << set.out;
+  CliRun file = rdmalab("validate " + sc + " --backend simgrid");
+  EXPECT_EQ(file.status, 0) << file.out;
+  EXPECT_NE(file.out.find("not used on backend simgrid: loopback.corrupt_every"), std::string::npos) << file.out;
+}
+
+// validate reports every problem of a file in one pass, each with its line and key.
+TEST(Cli, ValidateReportsEveryProblem) {
+  const std::string sc = write_tmp("many.yaml", "name: many\nworkload: { type: write_bw, size: 64KiBs, itertions: 5, qps: 99 }\nfabric: { lnk: 3 }\n");
+  CliRun v = rdmalab("validate " + sc);
+  EXPECT_EQ(v.status, 2) << v.out;
+  for (const char* want : {"many.yaml:2:", "workload.size:", "workload.itertions: unknown key", "workload.qps:", "many.yaml:3:", "fabric.lnk: unknown key"})
+    EXPECT_NE(v.out.find(want), std::string::npos) << want << " missing from: " << v.out;
+}
+
 TEST(Cli, HelpListValidateAndKeys) {
   for (const char* sub : {"--help", "run --help", "validate --help", "list --help", "keys --help"}) {
     CliRun h = rdmalab(sub);

@@ -24,6 +24,15 @@ int scenario_ranks(const Scenario& sc);
 // scenario: one rank per node.
 NodeShape scenario_node_shape(const Scenario* sc, int ranks);
 
+// The node count a fabric's shape implies (a fat tree's down counts, a torus's dimensions, a
+// dragonfly's groups × chassis × routers × blades) must be fabric.nodes: checked for every
+// backend, since loopback and verbs run fabric.nodes ranks.
+Status check_fabric_shape(const Scenario& sc);
+
+// Keys the user wrote in another backend's section (loopback.*, verbs.*: sections that are not
+// core's), which do not act on `backend`.
+std::vector<std::string> other_backend_keys(const Scenario& sc, const std::string& backend);
+
 // Everything checked before a run: backend usable, backend's own keys, workload keys and caps.
 // Errors: invalid_argument (scenario), not_found / not_supported (backend).
 Status check_run(const Scenario& sc, Backend& backend);
@@ -37,6 +46,10 @@ struct RunOutcome {
 struct RunOptions {
   MetricsSink* metrics = nullptr;
   std::string record_path;  // --record FILE: topology, samples, then rows (docs/record.md)
+  // Where the record grows until the run ends (a live view follows it there). Empty: a unique
+  // name next to record_path (files.h). Either way it is created exclusively and takes
+  // record_path's name only once the run's outcome is written.
+  std::string record_temp_path;
   bool progress = false;    // progress on stderr for long runs
   Placement placement;      // this process's rank in a multi-process run (verbs)
   // Set to true from another thread to stop the run (backends whose can_cancel() is true);

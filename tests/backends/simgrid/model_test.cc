@@ -378,6 +378,8 @@ TEST_F(SimgridModel, CancelStopsARunAndEndsItsRecord) {
   const std::string path = ::testing::TempDir() + "/rdmalab-cancel-test.jsonl";
   RunOptions opt;
   opt.record_path = path;
+  opt.record_temp_path = path + ".tmp";  // where the stopper follows it
+  std::remove(opt.record_temp_path.c_str());
   opt.cancel = &cancel;
   std::thread stopper([&] {
     // Stop once the run has written samples: the follower sees them while the file grows.
