@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <fstream>
 #include <optional>
 #include <set>
 
@@ -13,6 +14,7 @@
 #include "rdmalab/metrics.h"
 #include "rdmalab/record.h"
 #include "rdmalab/staging.h"
+#include "rdmalab/units.h"
 #include "rdmalab/workloads/collectives.h"
 #include "rdmalab/workloads/common.h"
 #include "rdmalab/workloads/perftest.h"
@@ -101,6 +103,59 @@ std::vector<std::string> other_backend_keys(const Scenario& sc, const std::strin
   return out;
 }
 
+namespace {
+
+// Bytes this process may still allocate: MemAvailable, within the cgroup v2 limit if there is
+// one. 0 when neither can be read (then nothing is refused).
+std::uint64_t available_host_memory() {
+  std::uint64_t avail = 0;
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  std::uint64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib) {
+    std::getline(meminfo, unit);
+    if (key == "MemAvailable:") {
+      avail = kib * 1024;
+      break;
+    }
+  }
+  std::ifstream max_f("/sys/fs/cgroup/memory.max"), cur_f("/sys/fs/cgroup/memory.current");
+  std::string max_s;
+  std::uint64_t cur = 0;
+  if (max_f >> max_s && max_s != "max" && cur_f >> cur) {
+    try {
+      const std::uint64_t lim = std::stoull(max_s);
+      const std::uint64_t left = lim > cur ? lim - cur : 0;
+      avail = avail ? std::min(avail, left) : left;
+    } catch (...) {
+    }
+  }
+  return avail;
+}
+
+}  // namespace
+
+Status check_host_memory(const Scenario& sc, const Backend& backend, int ranks_here) {
+  const WorkloadInfo* w = builtin_workloads().find(sc.get_string("workload.type"));
+  if (!w || !w->min_buffer_bytes || workloads::phantom_payload(sc)) return Status::ok();
+  const MemoryKind kind = workloads::memory_kind_of(sc);
+  const bool in_host = kind == MemoryKind::host || (kind == MemoryKind::cuda && backend.capabilities().models_gpu_memory);
+  if (!in_host) return Status::ok();
+  const std::uint64_t per_rank = w->min_buffer_bytes(sc);
+  const long double need = static_cast<long double>(per_rank) * ranks_here;
+  const std::uint64_t avail = available_host_memory();
+  if (avail == 0 || need <= static_cast<long double>(avail)) return Status::ok();
+  auto gib = [](long double b) { return fmt::format("{:.1f} GiB", static_cast<double>(b / (1024.0L * 1024 * 1024))); };
+  const std::string fix = backend.capabilities().models_gpu_memory
+                              ? "use workload.payload: phantom (the model moves sizes without bytes), fewer ranks or smaller sizes"
+                              : "use fewer ranks or smaller sizes (or run on the simgrid backend with workload.payload: phantom)";
+  return sc.error(sc.is_set("workload.sizes") ? "workload.sizes" : "workload.size",
+                  fmt::format("{} ranks here need at least {} of buffers ({} each{}), and this machine has {} of memory available: {}",
+                              ranks_here, gib(need), units::format_size(per_rank),
+                              kind == MemoryKind::cuda ? ", modelled GPU memory held in host memory" : "", gib(avail), fix));
+}
+
 Status check_run(const Scenario& sc, Backend& backend) {
   Availability av = backend.availability();
   if (!av.usable) return Status(Errc::not_supported, fmt::format("backend '{}' is not usable here: {}", backend.name(), av.why));
@@ -117,7 +172,8 @@ Status check_run(const Scenario& sc, Backend& backend) {
   if (!w) return sc.error("workload.type", "unknown workload");
   Status st = w->check(sc, backend.capabilities(), scenario_ranks(sc));
   if (!st) return Status(st.code(), fmt::format("{} (backend {})", st.message(), backend.name()));
-  return Status::ok();
+  // Without knowing the placement: a backend with a process per rank may host only one here.
+  return check_host_memory(sc, backend, backend.hosts_all_ranks() ? scenario_ranks(sc) : 1);
 }
 
 NodeShape scenario_node_shape(const Scenario* sc, int ranks) {
@@ -148,6 +204,8 @@ RunOutcome run_scenario(const Scenario& sc, Backend& backend, const RunOptions& 
   MetricsSink* metrics = options.metrics;
   RunOutcome out;
   out.status = check_run(sc, backend);
+  if (out.status && !backend.hosts_all_ranks() && options.placement.rendezvous.empty())
+    out.status = check_host_memory(sc, backend, scenario_ranks(sc));  // verbs without a placement forks every rank here
   if (!out.status) return out;
   if (!options.record_path.empty() && !backend.can_record()) {
     out.status = Status(Errc::not_supported, fmt::format("backend {} cannot record runs yet (simgrid can)", backend.name()));

@@ -210,6 +210,18 @@ TEST(Cli, ValidateReportsEveryProblem) {
     EXPECT_NE(v.out.find(want), std::string::npos) << want << " missing from: " << v.out;
 }
 
+// A run whose buffers cannot fit in this machine's memory is refused before it starts, with the
+// numbers and the fix; phantom payloads need no bytes and pass.
+TEST(Cli, ARunThatCannotFitInMemoryIsRefusedBeforeItStarts) {
+  const std::string base = "validate " + scenario("write-bw-64k.yaml") + " --set fabric.nodes=1024 --set workload.size=1GiB";
+  CliRun big = rdmalab(base);
+  EXPECT_EQ(big.status, 2) << big.out;
+  EXPECT_NE(big.out.find("1024 ranks here need at least 2048.0 GiB of buffers"), std::string::npos) << big.out;
+  EXPECT_NE(big.out.find("workload.payload: phantom"), std::string::npos) << big.out;
+  CliRun phantom = rdmalab(base + " --set workload.payload=phantom");
+  EXPECT_EQ(phantom.status, 0) << phantom.out;
+}
+
 TEST(Cli, HelpListValidateAndKeys) {
   for (const char* sub : {"--help", "run --help", "validate --help", "list --help", "keys --help"}) {
     CliRun h = rdmalab(sub);

@@ -33,6 +33,12 @@ Status check_fabric_shape(const Scenario& sc);
 // core's), which do not act on `backend`.
 std::vector<std::string> other_backend_keys(const Scenario& sc, const std::string& backend);
 
+// Whether the payload buffers of `ranks_here` ranks (those this machine hosts) fit in the host
+// memory available here (MemAvailable, and the cgroup's limit): buffers with real bytes in host
+// memory, and modelled GPU memory on a model backend, which holds its bytes in host memory too.
+// Refused (invalid_argument, naming the size key) with the numbers and the fixes when they do not.
+Status check_host_memory(const Scenario& sc, const Backend& backend, int ranks_here);
+
 // Everything checked before a run: backend usable, backend's own keys, workload keys and caps.
 // Errors: invalid_argument (scenario), not_found / not_supported (backend).
 Status check_run(const Scenario& sc, Backend& backend);

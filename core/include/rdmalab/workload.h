@@ -23,6 +23,9 @@ struct WorkloadInfo {
   std::function<Status(const Scenario&, const Capabilities&, int ranks)> check;
   // One rank's part. Rows the rank reports are appended to `rows` (rank 0 reports the table).
   std::function<Status(RankEnv&, const Scenario&, std::vector<ResultRow>& rows)> run;
+  // Bytes of payload buffers one rank allocates at least, in workload.memory (a lower bound, so
+  // a run refused for memory could never have fitted). Empty: not estimated.
+  std::function<std::uint64_t(const Scenario&)> min_buffer_bytes;
 };
 
 class WorkloadRegistry {

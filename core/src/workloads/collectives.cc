@@ -361,6 +361,13 @@ void add(WorkloadRegistry& reg, Collective coll, const char* desc) {
   w.kind = WorkloadKind::collective;
   w.check = [coll](const Scenario& sc, const Capabilities& caps, int ranks) { return check_collective(sc, caps, ranks, coll); };
   w.run = [coll](RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) { return run_collective(env, sc, rows, coll); };
+  // Every collective's output (or input) buffer holds the whole size, rounded down to whole
+  // elements and blocks (a sixty-fourth is more than that rounding takes).
+  w.min_buffer_bytes = [](const Scenario& sc) -> std::uint64_t {
+    const auto sizes = requested_sizes(sc);
+    const std::uint64_t n = *std::max_element(sizes.begin(), sizes.end());
+    return n - n / 64;
+  };
   reg.add(std::move(w));
 }
 

@@ -763,6 +763,12 @@ void add(WorkloadRegistry& reg, const char* name, const char* desc, Op op, bool 
   w.check = [op, latency, name](const Scenario& sc, const Capabilities& caps, int ranks) {
     return check_common(sc, caps, ranks, op, latency, name);
   };
+  // Every QP has a send and a receive region of at least the largest message (setup()).
+  w.min_buffer_bytes = [op](const Scenario& sc) -> std::uint64_t {
+    if (op == Op::atomic) return 0;
+    auto sizes = sc.is_set("workload.sizes") ? sc.get_sizes("workload.sizes") : std::vector<std::uint64_t>{sc.get_size("workload.size")};
+    return 2 * static_cast<std::uint64_t>(sc.get_int("workload.qps")) * *std::max_element(sizes.begin(), sizes.end());
+  };
   if (latency)
     w.run = [op, name](RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) { return run_lat(env, sc, rows, op, name); };
   else
