@@ -21,6 +21,8 @@ namespace {
 constexpr std::uint32_t kMagic = 0x52444D4C;  // "RDML"
 constexpr std::uint16_t kVersion = 1;
 constexpr std::uint32_t kMaxLen = 256u << 20;
+constexpr std::uint32_t kMaxToken = 1024;     // bytes of run token a hello may carry
+constexpr std::size_t kMaxPending = 64;       // connections waiting to say hello at once
 enum MsgType : std::uint16_t { kHello = 1, kWelcome = 2, kData = 3, kAbort = 4, kBye = 5 };
 
 using Clock = std::chrono::steady_clock;
@@ -148,6 +150,8 @@ TcpBootstrap::~TcpBootstrap() {
 Result<std::unique_ptr<TcpBootstrap>> TcpBootstrap::listen(const TcpBootstrapOptions& opt) {
   if (opt.size < 1 || opt.rank < 0 || opt.rank >= opt.size)
     return Status(Errc::invalid_argument, fmt::format("bootstrap: rank {} is not in 0..{}", opt.rank, opt.size - 1));
+  if (opt.token.size() > kMaxToken)
+    return Status(Errc::invalid_argument, fmt::format("bootstrap: the run token has {} bytes; at most {}", opt.token.size(), kMaxToken));
   std::unique_ptr<TcpBootstrap> b(new TcpBootstrap(opt));
   b->port_ = opt.port;
   if (opt.rank != 0) return b;
@@ -178,55 +182,130 @@ Status TcpBootstrap::connect() {
   const auto deadline = deadline_in(opt_.connect_timeout_s);
   if (opt_.rank == 0) {
     peers_.assign(static_cast<std::size_t>(opt_.size), -1);
+    // Connections are served side by side: each has a few seconds to send its hello, read
+    // without blocking, so idle or slow strangers cannot hold up the ranks that join.
+    struct Pending {
+      int fd;
+      std::string who;
+      std::vector<unsigned char> buf;
+      Clock::time_point until;
+    };
+    std::vector<Pending> pending;
+    auto drop = [&](std::size_t i, const std::string& why, bool tell) {
+      if (tell) {
+        const std::string t = why;
+        (void)send_msg(pending[i].fd, kAbort, std::as_bytes(std::span<const char>(t.data(), t.size())), deadline_in(1), pending[i].who);
+      }
+      std::fprintf(stderr, "rdmalab bootstrap: dropped %s: %s\n", pending[i].who.c_str(), why.c_str());
+      ::close(pending[i].fd);
+      pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(i));
+    };
+    auto close_pending = [&] {
+      for (auto& pc : pending) ::close(pc.fd);
+      pending.clear();
+    };
     int joined = 1;
     while (joined < opt_.size) {
-      pollfd pfd{listen_fd_, POLLIN, 0};
-      int pr = ::poll(&pfd, 1, ms_left(deadline));
-      if (pr < 0 && errno == EINTR) continue;
-      if (pr == 0) {
+      if (Clock::now() >= deadline) {
+        close_pending();
         std::string missing;
         for (int r = 1; r < opt_.size; ++r)
           if (peers_[static_cast<std::size_t>(r)] < 0) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
         abort(fmt::format("ranks {} did not join within {}s", missing, opt_.connect_timeout_s));
         return Status(Errc::timeout, fmt::format("bootstrap: ranks {} did not join {}:{} within {}s", missing, opt_.host, port_, opt_.connect_timeout_s));
       }
-      sockaddr_storage ss{};
-      socklen_t len = sizeof ss;
-      int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_CLOEXEC);
-      if (fd < 0) continue;
-      set_nodelay(fd);
-      char who_buf[INET6_ADDRSTRLEN] = "?";
-      if (ss.ss_family == AF_INET) ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&ss)->sin_addr, who_buf, sizeof who_buf);
-      std::string who = fmt::format("a connection from {}", who_buf);
-      // A stranger gets a few seconds to say hello, then it is dropped.
-      auto hello = recv_msg(fd, std::min(deadline, deadline_in(5)), who);
-      if (!hello || hello->first != kHello || hello->second.size() < 8) {
-        std::fprintf(stderr, "rdmalab bootstrap: dropped %s: %s\n", who.c_str(),
-                     hello ? "its first message was not a hello" : hello.status().message().c_str());
-        ::close(fd);
-        continue;
+      std::vector<pollfd> pfds{{listen_fd_, POLLIN, 0}};
+      Clock::time_point wake = deadline;
+      for (const auto& pc : pending) {
+        pfds.push_back({pc.fd, POLLIN, 0});
+        wake = std::min(wake, pc.until);
       }
-      std::uint32_t r, s;
-      std::memcpy(&r, hello->second.data(), 4);
-      std::memcpy(&s, hello->second.data() + 4, 4);
-      r = ntohl(r), s = ntohl(s);
-      std::string token(reinterpret_cast<const char*>(hello->second.data() + 8), hello->second.size() - 8);
-      if (token != opt_.token) {
-        std::fprintf(stderr, "rdmalab bootstrap: dropped %s: wrong run token\n", who.c_str());
-        ::close(fd);
-        continue;
+      int pr = ::poll(pfds.data(), pfds.size(), ms_left(wake));
+      if (pr < 0 && errno != EINTR) {
+        close_pending();
+        return Status(Errc::io, fmt::format("bootstrap: poll failed: {}", std::strerror(errno)));
       }
-      if (static_cast<int>(s) != opt_.size || r == 0 || static_cast<int>(r) >= opt_.size || peers_[r] >= 0) {
-        std::string why = fmt::format("rank {} of {} does not fit a run of {} ranks (or joined twice)", r, s, opt_.size);
-        std::string t = why;
-        (void)send_msg(fd, kAbort, std::as_bytes(std::span<const char>(t.data(), t.size())), deadline_in(1), who);
-        ::close(fd);
-        abort(why);
-        return Status(Errc::bootstrap, "bootstrap: " + why);
+      // Strangers whose time is up.
+      for (std::size_t i = pending.size(); i-- > 0;)
+        if (Clock::now() >= pending[i].until) drop(i, "no hello within 5s", false);
+      if (pr <= 0) continue;
+      // Hellos arriving (pfds[k + 1] is pending[k] as it was before the drops above: match by fd).
+      for (std::size_t k = 1; k < pfds.size(); ++k) {
+        if (!(pfds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        std::size_t i = 0;
+        while (i < pending.size() && pending[i].fd != pfds[k].fd) ++i;
+        if (i == pending.size()) continue;
+        Pending& pc = pending[i];
+        unsigned char chunk[512];
+        const ssize_t got = ::recv(pc.fd, chunk, sizeof chunk, MSG_DONTWAIT);
+        if (got < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+        if (got <= 0) {
+          drop(i, got == 0 ? "closed before its hello" : std::strerror(errno), false);
+          continue;
+        }
+        pc.buf.insert(pc.buf.end(), chunk, chunk + got);
+        if (pc.buf.size() < 12) continue;
+        std::uint32_t m, l;
+        std::uint16_t v, t;
+        std::memcpy(&m, pc.buf.data(), 4);
+        std::memcpy(&v, pc.buf.data() + 4, 2);
+        std::memcpy(&t, pc.buf.data() + 6, 2);
+        std::memcpy(&l, pc.buf.data() + 8, 4);
+        m = ntohl(m), v = ntohs(v), t = ntohs(t), l = ntohl(l);
+        // A hello is two numbers and a token: its length is checked before anything is kept.
+        if (m != kMagic || v != kVersion || t != kHello || l < 8 || l > 8 + kMaxToken) {
+          drop(i, m != kMagic       ? std::string("not rdmalab's protocol")
+                  : v != kVersion   ? fmt::format("protocol version {} (this rdmalab speaks {})", v, kVersion)
+                  : t != kHello     ? std::string("its first message was not a hello")
+                                    : fmt::format("a hello of {} bytes (a hello holds 8 bytes and a token of at most {})", l, kMaxToken),
+               v != kVersion && m == kMagic);
+          continue;
+        }
+        if (pc.buf.size() < 12 + l) continue;
+        std::uint32_t r, sz;
+        std::memcpy(&r, pc.buf.data() + 12, 4);
+        std::memcpy(&sz, pc.buf.data() + 16, 4);
+        r = ntohl(r), sz = ntohl(sz);
+        const std::string token(reinterpret_cast<const char*>(pc.buf.data() + 20), l - 8);
+        if (token != opt_.token) {
+          // The joiner learns why; the run keeps waiting for the ranks that have the token.
+          drop(i, "wrong run token (every rank needs the same --token or RDMALAB_TOKEN)", true);
+          continue;
+        }
+        if (pc.buf.size() > 12 + l) {
+          drop(i, "sent more than its hello before the welcome", false);
+          continue;
+        }
+        const auto want = static_cast<std::uint32_t>(opt_.size);
+        if (sz != want || r == 0 || r >= want || peers_[r] >= 0) {
+          std::string why = sz != want ? fmt::format("rank {} says the run has {} ranks; rank 0 has {} (the same --size everywhere)", r, sz, want)
+                            : r == 0 || r >= want ? fmt::format("rank {} is not in 1..{} (--rank)", r, want - 1)
+                                                  : fmt::format("rank {} joined twice (two processes with the same --rank)", r);
+          drop(i, why, true);
+          close_pending();
+          abort(why);
+          return Status(Errc::bootstrap, "bootstrap: " + why);
+        }
+        peers_[r] = pc.fd;
+        pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(i));
+        ++joined;
       }
-      peers_[r] = fd;
-      ++joined;
+      if (pfds[0].revents & POLLIN) {
+        sockaddr_storage ss{};
+        socklen_t len = sizeof ss;
+        int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_CLOEXEC);
+        if (fd < 0) continue;
+        if (pending.size() >= kMaxPending) {  // a flood: the oldest stranger makes room
+          drop(0, "too many connections waiting to say hello", false);
+        }
+        set_nodelay(fd);
+        char who_buf[INET6_ADDRSTRLEN] = "?";
+        if (ss.ss_family == AF_INET) ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&ss)->sin_addr, who_buf, sizeof who_buf);
+        if (ss.ss_family == AF_INET6) ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&ss)->sin6_addr, who_buf, sizeof who_buf);
+        pending.push_back({fd, fmt::format("a connection from {}", who_buf), {}, std::min(deadline, deadline_in(5))});
+      }
     }
+    close_pending();
     for (int r = 1; r < opt_.size; ++r)
       RDMALAB_TRY(send_msg(peers_[static_cast<std::size_t>(r)], kWelcome, {}, deadline, fmt::format("rank {}", r)));
     return Status::ok();
