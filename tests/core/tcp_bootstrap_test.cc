@@ -110,7 +110,9 @@ void send_hello(int fd, std::uint32_t rank, std::uint32_t size, const std::strin
   std::memcpy(h, &m, 4), std::memcpy(h + 4, &v, 2), std::memcpy(h + 6, &t, 2), std::memcpy(h + 8, &l, 4);
   std::memcpy(h + 12, &r, 4), std::memcpy(h + 16, &sz, 4);
   ASSERT_EQ(::send(fd, h, sizeof h, MSG_NOSIGNAL), 20);
-  if (!token.empty()) ASSERT_EQ(::send(fd, token.data(), token.size(), MSG_NOSIGNAL), static_cast<ssize_t>(token.size()));
+  if (!token.empty()) {
+    ASSERT_EQ(::send(fd, token.data(), token.size(), MSG_NOSIGNAL), static_cast<ssize_t>(token.size()));
+  }
 }
 
 TEST(TcpBootstrap, AJoinerWithTheWrongTokenIsToldWhy) {
