@@ -152,6 +152,7 @@ void print_table(const std::vector<ResultRow>& rows) {
     if (is_collective_row(r) || is_training_row(r)) continue;
     if (r.lat) {
       if (!header_lat) {
+        if (!note(r, "data_path").empty()) fmt::print("# data path: {}\n", note(r, "data_path"));
         fmt::print("{:>10} {:>12} {:>12} {:>12} {:>16} {:>12} {:>14} {:>14} {:>16} {:>8}\n", "#bytes", "#iterations", "t_min[usec]",
                    "t_max[usec]", "t_typical[usec]", "t_avg[usec]", "t_stdev[usec]", "99% [usec]", "99.9% [usec]", "errors");
         header_lat = true;
@@ -160,6 +161,12 @@ void print_table(const std::vector<ResultRow>& rows) {
                  r.lat->min_us, r.lat->max_us, r.lat->typical_us, r.lat->avg_us, r.lat->stdev_us, r.lat->p99_us, r.lat->p999_us, r.errors);
     } else {
       if (!header_bw) {
+        // What the figures add up: perftest's table is one pair's; rdmalab sums every pair.
+        const auto pairs = r.extra.count("pairs") ? static_cast<long>(r.extra.at("pairs")) : 1L;
+        const std::string path = note(r, "data_path");
+        if (pairs > 1 || !path.empty())
+          fmt::print("# {}{}\n", pairs > 1 ? fmt::format("{} pairs: bandwidth and message rate summed over all of them; ", pairs) : "",
+                     path.empty() ? "" : "data path: " + path);
         fmt::print("{:>10} {:>12} {:>16} {:>19} {:>14} {:>19} {:>8}\n", "#bytes", "#iterations", "BW peak[Gb/sec]", "BW average[Gb/sec]",
                    "MsgRate[Mpps]", "BW average[MiB/s]", "errors");
         header_bw = true;

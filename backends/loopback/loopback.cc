@@ -218,6 +218,8 @@ class LbMr final : public MemoryRegion {
   std::uint32_t rkey() const override { return rkey_; }
   std::uint32_t access() const override { return rec_.access; }
   MemoryKind kind() const override { return rec_.kind; }
+  // No NIC: GPU memory moves by the GPU's own copies.
+  std::string data_path() const override { return rec_.kind == MemoryKind::cuda ? "GPU copies (loopback, no NIC)" : "host memory"; }
 
  private:
   Fabric& f_;

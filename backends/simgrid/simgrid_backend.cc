@@ -1640,6 +1640,10 @@ class SimMr final : public MemoryRegion {
   std::uint32_t rkey() const override { return rec_.rkey; }
   std::uint32_t access() const override { return access_; }
   MemoryKind kind() const override { return rec_.kind; }
+  std::string data_path() const override {
+    if (rec_.kind != MemoryKind::cuda) return MemoryRegion::data_path();
+    return w_.staged ? "staged (host bounce buffers, modelled)" : "GPUDirect RDMA (modelled)";
+  }
 
  private:
   World& w_;

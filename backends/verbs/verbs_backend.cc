@@ -238,7 +238,8 @@ class VDevice;
 
 class VMr final : public MemoryRegion {
  public:
-  VMr(ibv_mr* mr, std::uint32_t access, MemoryKind kind) : mr_(mr), access_(access), kind_(kind) {}
+  VMr(ibv_mr* mr, std::uint32_t access, MemoryKind kind, std::string path = "host memory")
+      : mr_(mr), access_(access), kind_(kind), path_(std::move(path)) {}
   ~VMr() override { ibv_dereg_mr(mr_); }
   std::uint64_t addr() const override { return reinterpret_cast<std::uint64_t>(mr_->addr); }
   std::uint64_t length() const override { return mr_->length; }
@@ -246,11 +247,13 @@ class VMr final : public MemoryRegion {
   std::uint32_t rkey() const override { return mr_->rkey; }
   std::uint32_t access() const override { return access_; }
   MemoryKind kind() const override { return kind_; }
+  std::string data_path() const override { return path_; }
 
  private:
   ibv_mr* mr_;
   std::uint32_t access_;
   MemoryKind kind_;
+  std::string path_;
 };
 
 enum class WaitMode { poll, event };
@@ -746,7 +749,7 @@ bool module_loaded(const char* name) { return ::access(fmt::format("/sys/module/
 //   peermem  ibv_reg_mr on the device pointer, which nvidia_peermem resolves (perftest --use_cuda);
 // The third path, staged (host bounce buffers), is a layer over every backend (core's staging.h):
 // with auto it takes over when this refuses with not_supported.
-Result<ibv_mr*> register_gpu(ibv_pd* pd, void* addr, std::uint64_t length, int access, const std::string& path) {
+Result<ibv_mr*> register_gpu(ibv_pd* pd, void* addr, std::uint64_t length, int access, const std::string& path, std::string& taken) {
   if (path != "auto" && path != "dmabuf" && path != "peermem")
     return Status(Errc::internal, fmt::format("workload.gpu_path {} reached the verbs backend (the staging layer registers staged memory)", path));
   std::vector<std::string> refused;
@@ -762,6 +765,7 @@ Result<ibv_mr*> register_gpu(ibv_pd* pd, void* addr, std::uint64_t length, int a
       ::close(r->fd);  // the MR holds its own reference
       if (mr) {
         report_gpu_path("dmabuf (GPUDirect RDMA)", refused);
+        taken = "GPUDirect RDMA (dmabuf)";
         return mr;
       }
       refused.push_back(fmt::format("dmabuf: ibv_reg_dmabuf_mr failed ({}){}", std::strerror(err),
@@ -773,6 +777,7 @@ Result<ibv_mr*> register_gpu(ibv_pd* pd, void* addr, std::uint64_t length, int a
     const int err = errno;
     if (mr) {
       report_gpu_path("peermem (GPUDirect RDMA through nvidia_peermem)", refused);
+      taken = "GPUDirect RDMA (peermem)";
       return mr;
     }
     refused.push_back(fmt::format("peermem: ibv_reg_mr on the device pointer failed ({}){}", std::strerror(err),
@@ -789,8 +794,9 @@ Result<std::unique_ptr<MemoryRegion>> VPd::register_memory(void* addr, std::uint
     return Status(Errc::not_supported, fmt::format("verbs registers host and GPU memory (asked {})", memory_kind_name(kind)));
   RDMALAB_TRY(check_registration(addr, length, access));
   if (kind == MemoryKind::cuda) {
-    RDMALAB_ASSIGN(ibv_mr * gmr, register_gpu(pd_, addr, length, static_cast<int>(to_ibv_access(access)), dev_.gpu_path));
-    return std::unique_ptr<MemoryRegion>(new VMr(gmr, access, kind));
+    std::string taken;
+    RDMALAB_ASSIGN(ibv_mr * gmr, register_gpu(pd_, addr, length, static_cast<int>(to_ibv_access(access)), dev_.gpu_path, taken));
+    return std::unique_ptr<MemoryRegion>(new VMr(gmr, access, kind, taken));
   }
   ibv_mr* mr = ibv_reg_mr(pd_, addr, length, static_cast<int>(to_ibv_access(access)));
   if (!mr) {

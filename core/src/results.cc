@@ -1,7 +1,9 @@
 #include "rdmalab/results.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <set>
 #include <nlohmann/json.hpp>
 
 namespace rdmalab {
@@ -75,6 +77,22 @@ std::vector<ResultRow> rows_from_json(const std::string& text) {
     }
     if (o.contains("_extra")) r.extra = o["_extra"].get<std::map<std::string, double>>();
     if (o.contains("_notes")) r.notes = o["_notes"].get<std::map<std::string, std::string>>();
+    if (!o.contains("_extra") && !o.contains("_notes")) {
+      // The documented form (--json): a row's own columns sit beside the common ones.
+      static const std::set<std::string> common = {"workload", "backend", "bytes", "iterations", "ranks", "time_s", "bw_gbps",
+                                                   "bw_peak_gbps", "bw_avg_mibps", "msg_rate_mpps", "errors", "lat_us"};
+      for (const auto& [k, v] : o.items()) {
+        if (common.count(k)) continue;
+        if (v.is_number()) r.extra[k] = v.get<double>();
+        if (v.is_string()) r.notes[k] = v.get<std::string>();
+      }
+      // Whole-number notes were written as numbers: root and channels are notes in a row.
+      for (const char* k : {"root", "channels"})
+        if (r.extra.count(k)) {
+          r.notes[k] = std::to_string(static_cast<std::int64_t>(r.extra[k]));
+          r.extra.erase(k);
+        }
+    }
     rows.push_back(std::move(r));
   }
   return rows;
@@ -92,8 +110,22 @@ std::string results_to_json(const RunInfo& info, const std::vector<ResultRow>& r
   auto arr = nlohmann::ordered_json::array();
   for (const auto& r : rows) {
     auto o = row_json(r);
-    for (const auto& [k, v] : r.extra) o[k] = v;
-    for (const auto& [k, v] : r.notes) o[k] = v;
+    // Counts are whole numbers in JSON (1048576, not 1048576.0), and a note that is a whole
+    // number (root, channels) is written as one.
+    for (const auto& [k, v] : r.extra) {
+      if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9007199254740992.0)
+        o[k] = static_cast<std::int64_t>(v);
+      else
+        o[k] = v;
+    }
+    for (const auto& [k, v] : r.notes) {
+      std::int64_t n = 0;
+      const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+      if (!v.empty() && ec == std::errc() && end == v.data() + v.size())
+        o[k] = n;
+      else
+        o[k] = v;
+    }
     arr.push_back(std::move(o));
   }
   j["results"] = std::move(arr);

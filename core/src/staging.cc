@@ -35,6 +35,7 @@ class StagedRegion final : public MemoryRegion {
   std::uint32_t rkey() const override { return inner_->rkey(); }
   std::uint32_t access() const override { return inner_->access(); }
   MemoryKind kind() const override { return kind_; }
+  std::string data_path() const override { return "staged (host bounce buffers)"; }
 
   Status sync_to_nic(std::uint64_t offset, std::uint64_t len) override {
     RDMALAB_TRY(check(offset, len, "sync_to_nic"));

@@ -74,6 +74,11 @@ class MemoryRegion {
   virtual std::uint32_t rkey() const = 0;
   virtual std::uint32_t access() const = 0;
   virtual MemoryKind kind() const = 0;
+  // How the NIC reaches this memory, for result rows ("which data path the run took"): host
+  // memory, GPUDirect RDMA (and how), the staged path, or a backend's own way.
+  virtual std::string data_path() const {
+    return kind() == MemoryKind::cuda ? "GPUDirect RDMA" : kind() == MemoryKind::phantom ? "phantom (no bytes)" : "host memory";
+  }
   // The descriptor a peer uses; offset and length are relative to this region.
   RemoteBuffer remote(std::uint64_t offset = 0) const { return {addr() + offset, rkey(), length() - offset}; }
 

@@ -300,6 +300,7 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
       row.notes["algorithm"] = algorithm_name(s.algo);
       row.notes["channels"] = std::to_string(s.channels);
       row.notes["verify"] = p.verify ? "on" : "off";
+      row.notes["data_path"] = eng.data_path();
       rows.push_back(std::move(row));
     }
   }

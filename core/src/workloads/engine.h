@@ -57,6 +57,8 @@ class CollectiveEngine {
   MemoryProvider& mem() { return *mem_; }
   const Buffer& in() const { return in_; }
   const Buffer& out() const { return out_; }
+  // How the NIC reaches the buffers (MemoryRegion::data_path), once set up.
+  std::string data_path() const { return out_mr_ ? out_mr_->data_path() : std::string(); }
 
  private:
   struct Conn;

@@ -504,7 +504,8 @@ Status run_bw(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows, Op
     row.msg_rate_mpps = msgs_per_s / 1e6;
     for (auto w : wrongs) row.errors += w;
     row.notes["verify"] = c.p.verify ? "on" : "off";
-    if (env.size > 2) row.notes["pairs"] = std::to_string(env.size / 2);
+    row.extra["pairs"] = env.size / 2;  // the figures are summed over every pair
+    row.notes["data_path"] = c.tx_mr->data_path();
     rows.push_back(row);
   }
   return Status::ok();
@@ -695,6 +696,7 @@ Status run_lat(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows, O
     row.msg_rate_mpps = st.avg_us > 0 ? 1.0 / st.avg_us : 0;
     for (auto w : wrongs) row.errors += w;
     row.notes["verify"] = c.p.verify ? "on" : "off";
+    row.notes["data_path"] = c.tx_mr->data_path();
     rows.push_back(row);
   }
   return Status::ok();
