@@ -195,11 +195,25 @@ Result<Scenario> load(const std::string& path, const std::vector<std::string>& s
 }
 
 // A message of several problems, one per line, each line prefixed as a single one would be.
+// Lines are printed as text: a control character shows as \xNN (never acts on the terminal), and
+// a line stops after 400 bytes.
+std::string printable(const std::string& line) {
+  std::string out;
+  for (unsigned char c : line) {
+    if (out.size() >= 400) return out + "…";
+    if (c < 0x20 || c == 0x7f)
+      out += fmt::format("\\x{:02x}", c);
+    else
+      out += static_cast<char>(c);
+  }
+  return out;
+}
+
 void print_problems(const std::string& message) {
   std::size_t start = 0;
   while (start <= message.size()) {
     const std::size_t end = message.find('\n', start);
-    fmt::print(stderr, "rdmalab: {}\n", message.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    fmt::print(stderr, "rdmalab: {}\n", printable(message.substr(start, end == std::string::npos ? std::string::npos : end - start)));
     if (end == std::string::npos) break;
     start = end + 1;
   }
@@ -228,7 +242,7 @@ int cmd_run(RunArgs a) {
   }
   Status pre = check_run(*sc, **backend);
   if (!pre) {
-    fmt::print(stderr, "rdmalab: {}\n", pre.message());
+    print_problems(pre.message());
     return kExitUsage;
   }
   for (const auto& [option, path] : {std::pair<const char*, const std::string&>{"--json", a.json}, {"--record", a.record}})
@@ -353,7 +367,7 @@ int cmd_validate(const std::string& path, const std::vector<std::string>& sets, 
   }
   Status st = check_run(*sc, **backend);
   if (!st) {
-    fmt::print(stderr, "rdmalab: {}\n", st.message());
+    print_problems(st.message());
     return kExitUsage;
   }
   note_other_backend_keys(*sc, backend_name);

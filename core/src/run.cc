@@ -158,7 +158,12 @@ Status check_host_memory(const Scenario& sc, const Backend& backend, int ranks_h
 
 Status check_run(const Scenario& sc, Backend& backend) {
   Availability av = backend.availability();
-  if (!av.usable) return Status(Errc::not_supported, fmt::format("backend '{}' is not usable here: {}", backend.name(), av.why));
+  if (!av.usable) {
+    const std::string msg = fmt::format("backend '{}' is not usable here: {}", backend.name(), av.why);
+    // Named by the scenario (not by --backend): say where.
+    if (sc.is_set("backend") && sc.get_string("backend") == backend.name()) return Status(Errc::not_supported, sc.error("backend", msg).message());
+    return Status(Errc::not_supported, msg);
+  }
   // A key of another backend's section given on the command line was meant for this run: it
   // would not act here. In the file, sections for other backends are how one scenario runs on
   // all three transports; the CLI lists them as not used.

@@ -361,6 +361,10 @@ Result<Scenario> parse_scenario(const std::string& text, const std::string& file
       const auto c = static_cast<unsigned char>(text[i]);
       if (c == '\n') ++line;
       if (c == 0) return Status(Errc::invalid_argument, fmt::format("{}:{}: a NUL byte: a scenario is UTF-8 text", filename, line));
+      // Control characters (an escape sequence would act on the terminal that prints a value
+      // back) have no place in a scenario; tabs and line ends do.
+      if ((c < 0x20 && c != '\n' && c != '\r' && c != '\t') || c == 0x7f)
+        return Status(Errc::invalid_argument, fmt::format("{}:{}: a control character (0x{:02x}): a scenario is plain text", filename, line, c));
       if (c == '\r' && (i + 1 == text.size() || text[i + 1] != '\n'))
         return Status(Errc::invalid_argument, fmt::format("{}:{}: a carriage return without a line feed: save the file with Unix (LF) or "
                                                           "Windows (CRLF) line ends", filename, line));
@@ -393,6 +397,10 @@ Result<Scenario> parse_scenario(const std::string& text, const std::string& file
     if (eq == std::string::npos || eq == 0)
       return Status(Errc::invalid_argument, fmt::format("--set '{}': expected KEY=VALUE, e.g. --set workload.size=1MiB", ov));
     std::string key = ov.substr(0, eq);
+    for (unsigned char c : ov)
+      if (c < 0x20 || c == 0x7f)
+        return Status(Errc::invalid_argument, fmt::format("--set {}: a control character (0x{:02x}) in the value: give plain text",
+                                                          key.size() > 60 ? key.substr(0, 60) + "…" : key, c));
     const KeySpec* spec = schema.find(key);
     if (!spec) {
       std::string hint;

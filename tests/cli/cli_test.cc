@@ -222,6 +222,17 @@ TEST(Cli, ARunThatCannotFitInMemoryIsRefusedBeforeItStarts) {
   EXPECT_EQ(phantom.status, 0) << phantom.out;
 }
 
+// Values are never echoed as terminal escape sequences: a control character is refused where it is.
+TEST(Cli, ControlCharactersAreRefusedNotEchoed) {
+  const std::string sc = write_tmp("escape.yaml", "name: \"a\x1b[31mred\"\n");
+  CliRun f = rdmalab("validate " + sc);
+  EXPECT_EQ(f.status, 2) << f.out;
+  EXPECT_NE(f.out.find("escape.yaml:1: a control character (0x1b)"), std::string::npos) << f.out;
+  CliRun s = rdmalab("validate " + scenario("write-bw-64k.yaml") + " --set 'workload.size=\x1b[2Jzz'");
+  EXPECT_EQ(s.status, 2) << s.out;
+  EXPECT_EQ(s.out.find('\x1b'), std::string::npos) << "an escape reached the terminal";
+}
+
 TEST(Cli, HelpListValidateAndKeys) {
   for (const char* sub : {"--help", "run --help", "validate --help", "list --help", "keys --help"}) {
     CliRun h = rdmalab(sub);
