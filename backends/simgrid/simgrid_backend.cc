@@ -2000,15 +2000,23 @@ Status simulate(const LaunchSpec& spec, const RankMain& main, const Scenario& sc
         std::vector<std::size_t> owner;
         for (std::size_t r = 0; r < w.nics.size(); ++r)
           for (SimQp* qp : w.nics[r]->qps)
-            for (const auto& op : qp->inflight_)
-              if (op->comm && op->phase == 0 && !op->done && op->len > 0 && op->wr.opcode != SendOpcode::rdma_read) {
-                auto key = std::make_pair(op->src, op->dst);
+            for (const auto& op : qp->inflight_) {
+              // The payload's transfer: a write's or send's request (phase 0), a read's response
+              // (phase 1), which the responder sends back to the requester.
+              const bool read = op->wr.opcode == SendOpcode::rdma_read;
+              if (!op->comm || op->done || op->len == 0 || op->phase != (read ? 1 : 0)) continue;
+              const SimQp* peer = read ? qp->peer() : nullptr;
+              if (read && !peer) continue;
+              {
+                sg4::Host* from = op->src;  // this phase's ends: for a read's response, responder to requester
+                sg4::Host* to = op->dst;
+                auto key = std::make_pair(from, to);
                 auto rit = routes.find(key);
                 if (rit == routes.end()) {
                   std::vector<sg4::Link*> path;
                   double lat = 0;
-                  op->src->route_to(op->dst, path, &lat);
-                  Route rt{rank_of[op->src], rank_of[op->dst], {}};
+                  from->route_to(to, path, &lat);
+                  Route rt{rank_of[from], rank_of[to], {}};
                   for (sg4::Link* l : path) {
                     auto li = link_index.find(l->get_name());
                     if (li != link_index.end()) rt.links.push_back(li->second);
@@ -2020,8 +2028,9 @@ Status simulate(const LaunchSpec& spec, const RankMain& main, const Scenario& sc
                 const double on_wire = std::max(1.0, phase_wire_bytes(w, *op));
                 wire.emplace_back(op->comm, on_wire);
                 ratio.push_back(static_cast<double>(op->len) / on_wire);
-                owner.push_back(r);
+                owner.push_back(read ? static_cast<std::size_t>(peer->rank_) : r);
               }
+            }
         std::vector<double> sent(w.nics.size());
         for (std::size_t r = 0; r < w.nics.size(); ++r) sent[r] = static_cast<double>(w.nics[r]->tx_bytes);
         for (std::size_t i = 0; i < wire.size(); ++i) {

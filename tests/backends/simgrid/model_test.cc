@@ -300,6 +300,31 @@ TEST_F(SimgridModel, RecordHoldsTopologySamplesAndRows) {
   EXPECT_NEAR(sent / (50.0 * (1 << 20)), 1.0, 0.05) << "the samples add up to what rank 0 sent";
 }
 
+// RDMA read data flows from the responder: the samples credit it there, as the bytes cross, so
+// no sample is above the link and they add up to what was read (they were 0 on the requester and
+// 6,711 Gb/s spikes at completion).
+TEST_F(SimgridModel, RecordedReadTrafficIsTheRespondersAndNeverAboveTheLink) {
+  for (const char* type : {"read_bw", "read_lat"}) {
+    Scenario sc = scenario(kStar, {"fabric.nodes=2", std::string("workload.type=") + type, "workload.size=64KiB", "workload.iterations=200"});
+    auto backend = all_backends().make("simgrid");
+    const std::string path = ::testing::TempDir() + "/rdmalab-read-record-test.jsonl";
+    RunOptions opt;
+    opt.record_path = path;
+    RunOutcome out = run_scenario(sc, **backend, opt);
+    ASSERT_TRUE(out.status.is_ok()) << out.status.to_string();
+    auto rec = read_record(path);
+    ASSERT_TRUE(rec.is_ok()) << rec.status().message();
+    double sent = 0;
+    for (const auto& smp : rec->samples) {
+      for (double bps : smp.rank_tx_Bps) EXPECT_LE(bps, kBw * 1.0001) << type << " at t=" << smp.t;
+      sent += smp.rank_tx_Bps[1] * rec->interval_s;  // rank 1 answers rank 0's reads
+    }
+    const double read = 200.0 * 65536;
+    EXPECT_GT(sent / read, 0.9) << type << ": the responder's samples hold the bytes read";
+    EXPECT_LE(sent / read, 1.3) << type;  // warm-up reads are in the samples too
+  }
+}
+
 // Every link of every cluster zone gets its two ends, and switches their tier, so the dashboard
 // can draw the cluster (the ends are read back from SimGrid's link names: a SimGrid upgrade that
 // renames them fails here).
