@@ -213,7 +213,7 @@ RunOutcome run_scenario(const Scenario& sc, Backend& backend, const RunOptions& 
     out.status = check_host_memory(sc, backend, scenario_ranks(sc));  // verbs without a placement forks every rank here
   if (!out.status) return out;
   if (!options.record_path.empty() && !backend.can_record()) {
-    out.status = Status(Errc::not_supported, fmt::format("backend {} cannot record runs yet (simgrid can)", backend.name()));
+    out.status = Status(Errc::not_supported, fmt::format("backend {} cannot record runs (it does not write records; --record needs a backend that does)", backend.name()));
     return out;
   }
   const WorkloadInfo* w = builtin_workloads().find(sc.get_string("workload.type"));
