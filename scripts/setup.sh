@@ -12,6 +12,7 @@ packages=(
   libibverbs-dev librdmacm-dev ibverbs-providers rdma-core
   libopenmpi-dev openmpi-bin
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev libgl-dev
+  clang  # libFuzzer for tests/fuzz
 )
 
 missing=()

@@ -377,17 +377,43 @@ Result<Scenario> parse_scenario(const std::string& text, const std::string& file
       }
     }
   }
+  // One document: a '---' or '...' line followed by more content starts a second one. (Found
+  // by reading lines, not with YAML::LoadAll: yaml-cpp 0.7's LoadAll loops forever, allocating,
+  // on some malformed input such as a line starting with ',' — found by tests/fuzz.)
+  int first_content = 0;
+  {
+    int line = 0;
+    bool seen = false, after_marker = false;
+    std::size_t pos = 0;
+    while (pos <= text.size()) {
+      const std::size_t nl = text.find('\n', pos);
+      std::string l = text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+      ++line;
+      if (!l.empty() && l.back() == '\r') l.pop_back();
+      const bool marker = (l.rfind("---", 0) == 0 || l.rfind("...", 0) == 0) && (l.size() == 3 || l[3] == ' ' || l[3] == '\t');
+      const auto first = l.find_first_not_of(" \t");
+      const bool content = first != std::string::npos && l[first] != '#' && !marker;
+      if (marker && seen) after_marker = true;
+      if (content && after_marker)
+        return Status(Errc::invalid_argument, fmt::format("{}:{}: a second YAML document: a scenario is one document (drop the '---' and "
+                                                          "what follows, or split it into two files)", filename, line));
+      if (content && !seen) first_content = line;
+      seen = seen || content;
+      if (nl == std::string::npos) break;
+      pos = nl + 1;
+    }
+  }
   YAML::Node root;
   try {
-    std::vector<YAML::Node> docs = YAML::LoadAll(text);
-    if (docs.size() > 1)
-      return Status(Errc::invalid_argument, fmt::format("{}:{}: a second YAML document: a scenario is one document (drop the '---' and "
-                                                        "what follows, or split it into two files)", filename, docs[1].Mark().line + 1));
-    if (!docs.empty()) root = docs.front();
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     return Status(Errc::invalid_argument,
                   fmt::format("{}:{}:{}: YAML syntax error: {}", filename, e.mark.line + 1, e.mark.column + 1, e.msg));
   }
+  // Text that yaml-cpp reads as nothing (it does so for some malformed lines) is not an empty file.
+  if (root.IsNull() && first_content > 0)
+    return Status(Errc::invalid_argument, fmt::format("{}:{}: not YAML that can be read as a scenario (a mapping of keys: name:, "
+                                                      "backend:, fabric:, workload:)", filename, first_content));
   if (!root.IsNull()) RDMALAB_TRY(p.walk(root, ""));
   RDMALAB_TRY(p.problems());
 

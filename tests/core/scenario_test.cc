@@ -144,6 +144,8 @@ TEST(ScenarioInput, MalformedFilesAreRefusedWithWhereAndWhy) {
       {"name: a\nworkload: { sizes: [] }\n", "lab.yaml:2:20: workload.sizes: an empty list"},
       {"name: a\nfabric: { gpus_per_node: [] }\n", "fabric.gpus_per_node"},
       {"name: a\n---\nname: b\n", "lab.yaml:3: a second YAML document"},
+      {"# a comment\n , b\n", "lab.yaml:2: not YAML that can be read as a scenario"},  // yaml-cpp's LoadAll looped on it
+      {"name: \"a\x1b[31m\"\n", "lab.yaml:1: a control character (0x1b)"},
       {"name: a\rworkload: { type: send_bw }\r", "lab.yaml:1: a carriage return without a line feed"},
       {std::string("name: a\n\0\n", 10), "lab.yaml:2: a NUL byte"},
       {"workload: { type: send_bw }\nworkload: { size: 8B }\n", "lab.yaml:2:1: workload: given twice in the same mapping"},
