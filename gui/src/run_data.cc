@@ -25,7 +25,19 @@ void RunData::setRecord(Record record, QString source) {
   emit topologyChanged();
   emit samplesChanged();
   emit rowsChanged();
-  setCursor(sampleCount() - 1);
+  // A finished run's last sample has every link idle: a replay opens where the fabric was busiest.
+  setCursor(busiestSample());
+}
+
+int RunData::busiestSample() const {
+  int busiest = sampleCount() - 1;
+  double most = -1;
+  for (int i = 0; i < sampleCount(); ++i) {
+    double sum = 0;
+    for (const auto& [link, u] : rec_.samples[static_cast<std::size_t>(i)].link_util) sum += u;
+    if (sum > most + 1e-12) most = sum, busiest = i;
+  }
+  return busiest;
 }
 
 void RunData::update(const Record& record, bool follow) {

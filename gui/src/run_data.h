@@ -20,6 +20,8 @@ class RunData : public QObject {
   void clear();
   // A whole record (replay). The cursor goes to the last sample.
   void setRecord(Record record, QString source);
+  // The first sample of the highest total link utilisation (the last when there is none).
+  int busiestSample() const;
   // The record so far of a live run; samples are appended. With `follow`, the cursor stays on
   // the newest sample.
   void update(const Record& record, bool follow);

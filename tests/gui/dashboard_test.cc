@@ -78,6 +78,12 @@ class DashboardTest : public QObject {
     QVERIFY(w.data()->sampleCount() > 50);
     QCOMPARE(w.resultsModel()->rowCount(), 1);
     QCOMPARE(w.resultsModel()->data(w.resultsModel()->index(0, column_of(w.resultsModel(), "#iterations"))).toString(), QString("20"));
+    // A replay opens where the fabric was busiest, not at the idle last sample.
+    QCOMPARE(w.data()->cursor(), w.data()->busiestSample());
+    QVERIFY(w.data()->cursor() < w.data()->sampleCount() - 1);
+    double busy = 0;
+    for (double u : w.data()->linkUtil()) busy = std::max(busy, u);
+    QVERIFY(busy > 0.4);
     // Mid-run every flow crosses the 2:1 spine: each host uplink runs at half its rate.
     w.timeline()->setValue(w.data()->sampleCount() / 2);
     QCOMPARE(w.data()->cursor(), w.data()->sampleCount() / 2);
