@@ -288,6 +288,13 @@ QString MainWindow::openRecord(const QString& path) {
     statusBar()->showMessage(e);
     return e;
   }
+  // The run panel shows what was replayed: the record's scenario (when the file is still there)
+  // and its backend, so "Run" runs it again.
+  const QString scenario = QString::fromStdString(rec->scenario);
+  if (!panel_->running()) {
+    if (!scenario.isEmpty() && QFileInfo::exists(scenario)) panel_->loadScenario(scenario);
+    panel_->setBackend(QString::fromStdString(rec->backend));
+  }
   data_->setRecord(std::move(*rec), path);
   setWindowTitle(tr("rdmalab dashboard — %1").arg(QFileInfo(path).fileName()));
   statusBar()->showMessage(tr("replaying %1: %2 on %3, %4 ranks, %5 samples")

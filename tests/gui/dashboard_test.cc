@@ -78,6 +78,8 @@ class DashboardTest : public QObject {
     QVERIFY(w.data()->sampleCount() > 50);
     QCOMPARE(w.resultsModel()->rowCount(), 1);
     QCOMPARE(w.resultsModel()->data(w.resultsModel()->index(0, column_of(w.resultsModel(), "#iterations"))).toString(), QString("20"));
+    // The run panel shows the replayed run's backend.
+    QCOMPARE(w.runPanel()->backend(), QString("simgrid"));
     // A replay opens where the fabric was busiest, not at the idle last sample.
     QCOMPARE(w.data()->cursor(), w.data()->busiestSample());
     QVERIFY(w.data()->cursor() < w.data()->sampleCount() - 1);
