@@ -72,7 +72,7 @@ ThroughputChart::ThroughputChart(RunData* run_data, QWidget* parent) : QWidget(p
   };
   d_->aggregate = add(tr("all ranks"), QPen(QColor(20, 90, 200), 2));
   QPen dashed(QColor(200, 40, 40), 1.5, Qt::DashLine);
-  d_->line_rate = add(tr("line rate (all hosts' links)"), dashed);
+  d_->line_rate = add(tr("line rate (sending hosts' links)"), dashed);
   d_->cursor = add(tr("cursor"), QPen(QColor(120, 120, 120), 1, Qt::DotLine));
   make_view(this, d_->chart);
   connect(run_data, &RunData::samplesChanged, this, &ThroughputChart::refresh);

@@ -101,12 +101,20 @@ double RunData::hostLinkRate() const {
 }
 
 double RunData::lineRate() const {
+  // The ranks that send at all: a one-way test between two nodes is bounded by one uplink, not two.
+  std::vector<bool> sends(static_cast<std::size_t>(std::max(rec_.ranks, 0)), false);
+  bool any = false;
+  for (const auto& smp : rec_.samples)
+    for (std::size_t r = 0; r < smp.rank_tx_Bps.size() && r < sends.size(); ++r)
+      if (smp.rank_tx_Bps[r] > 0) sends[r] = any = true;
   double sum = 0;
   std::vector<bool> seen(rec_.topology.nodes.size(), false);
   for (const auto& l : rec_.topology.links) {
-    if (l.ends.size() != 2) continue;
+    if (l.ends.size() != 2 || l.ends[0] < 0 || static_cast<std::size_t>(l.ends[0]) >= rec_.topology.nodes.size()) continue;
     const auto from = static_cast<std::size_t>(l.ends[0]);
     if (rec_.topology.nodes[from].kind != "host" || seen[from]) continue;
+    const int rank = rec_.topology.nodes[from].rank;
+    if (any && rank >= 0 && static_cast<std::size_t>(rank) < sends.size() && !sends[static_cast<std::size_t>(rank)]) continue;
     // One uplink per host (a host of a full mesh or torus has several: count the first).
     seen[from] = true;
     sum += l.bandwidth_Bps;
