@@ -132,6 +132,14 @@ class DashboardTest : public QObject {
   }
 
   // A record that is not one says where.
+  // The dashed line rate of a one-way test between two nodes is one uplink (rank 1 only receives).
+  void lineRateIsTheSendersLinks() {
+    const QString rec = record_run(dir_.path(), "w.jsonl", "scenarios/write-bw-64k.yaml", {"workload.iterations=50"});
+    MainWindow w(all_backends());
+    QCOMPARE(w.openRecord(rec), QString());
+    QCOMPARE(w.data()->lineRate(), 12.5e9);  // 100 Gb/s
+  }
+
   void badRecordSaysWhere() {
     const QString path = dir_.path() + "/bad.jsonl";
     QFile f(path);
