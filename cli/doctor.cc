@@ -68,6 +68,22 @@ const char* affinity_meaning(const std::string& a) {
   return "could not be determined from sysfs";
 }
 
+std::string nvidia_driver_version(const std::string& proc_line) {
+  // The first word of digits and dots with at least one dot.
+  std::size_t i = 0;
+  while (i < proc_line.size()) {
+    while (i < proc_line.size() && (proc_line[i] == ' ' || proc_line[i] == '\t')) ++i;
+    std::size_t j = i;
+    while (j < proc_line.size() && proc_line[j] != ' ' && proc_line[j] != '\t') ++j;
+    const std::string w = proc_line.substr(i, j - i);
+    if (!w.empty() && w.find('.') != std::string::npos && w.front() != '.' &&
+        w.find_first_not_of("0123456789.") == std::string::npos)
+      return w;
+    i = j;
+  }
+  return proc_line;
+}
+
 int cmd_doctor(bool json) {
   nlohmann::json out;
   std::vector<std::string> lines;
@@ -104,7 +120,9 @@ int cmd_doctor(bool json) {
   const std::string version = read_first_line("/proc/driver/nvidia/version");
   const bool open_modules = version.find("Open Kernel Module") != std::string::npos;
   const bool peermem = fs::exists("/sys/module/nvidia_peermem");
-  say(version.empty() ? "NVIDIA kernel driver: not loaded" : fmt::format("NVIDIA kernel driver: {}", version));
+  say(version.empty() ? "NVIDIA kernel driver: not loaded"
+                      : fmt::format("NVIDIA kernel driver: {} ({} kernel modules)", nvidia_driver_version(version),
+                                    open_modules ? "open" : "proprietary"));
   say(fmt::format("open GPU kernel modules (needed for dmabuf): {}", version.empty() ? "no driver" : open_modules ? "yes" : "no (proprietary modules)"));
   say(fmt::format("nvidia_peermem (needed for peermem registration): {}", peermem ? "loaded" : "not loaded (modprobe nvidia_peermem)"));
   out["nvidia_driver"] = version;

@@ -29,3 +29,17 @@ TEST(PciAffinity, ClassifiesAsNvidiaSmiTopoDoes) {
 
 }  // namespace
 }  // namespace rdmalab
+
+namespace rdmalab {
+namespace {
+
+// The driver line says the version once, not "NVIDIA kernel driver: NVRM version: NVIDIA UNIX …".
+TEST(NvidiaDriverVersion, TakesTheVersionFromTheProcLine) {
+  EXPECT_EQ(nvidia_driver_version("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build  (dvs-builder@U16)  Tue Sep 23 2025"),
+            "580.95.05");
+  EXPECT_EQ(nvidia_driver_version("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01  Sun May 12 19:39:15 UTC 2024"), "535.183.01");
+  EXPECT_EQ(nvidia_driver_version("something else"), "something else");
+}
+
+}  // namespace
+}  // namespace rdmalab
