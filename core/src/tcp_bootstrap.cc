@@ -51,13 +51,24 @@ Status io_all(int fd, void* buf, std::size_t n, Clock::time_point deadline, bool
   return Status::ok();
 }
 
+constexpr std::size_t kHeaderBytes = 12;  // magic (4), version (2), type (2), body length (4), network order
+
 struct Header {
   std::uint32_t magic, len;
   std::uint16_t version, type;
 };
 
+Header decode_header(const unsigned char* h) {
+  Header x{};
+  std::memcpy(&x.magic, h, 4);
+  std::memcpy(&x.version, h + 4, 2);
+  std::memcpy(&x.type, h + 6, 2);
+  std::memcpy(&x.len, h + 8, 4);
+  return Header{ntohl(x.magic), ntohl(x.len), ntohs(x.version), ntohs(x.type)};
+}
+
 Status send_msg(int fd, std::uint16_t type, std::span<const std::byte> body, Clock::time_point deadline, const std::string& who) {
-  unsigned char h[12];
+  unsigned char h[kHeaderBytes];
   std::uint32_t m = htonl(kMagic), l = htonl(static_cast<std::uint32_t>(body.size()));
   std::uint16_t v = htons(kVersion), t = htons(type);
   std::memcpy(h, &m, 4);
@@ -71,15 +82,11 @@ Status send_msg(int fd, std::uint16_t type, std::span<const std::byte> body, Clo
 
 // Reads one message; the header is checked before the body is read.
 Result<std::pair<std::uint16_t, std::vector<std::byte>>> recv_msg(int fd, Clock::time_point deadline, const std::string& who) {
-  unsigned char h[12];
+  unsigned char h[kHeaderBytes];
   RDMALAB_TRY(io_all(fd, h, sizeof h, deadline, true, who));
-  std::uint32_t m, l;
-  std::uint16_t v, t;
-  std::memcpy(&m, h, 4);
-  std::memcpy(&v, h + 4, 2);
-  std::memcpy(&t, h + 6, 2);
-  std::memcpy(&l, h + 8, 4);
-  m = ntohl(m), v = ntohs(v), t = ntohs(t), l = ntohl(l);
+  const Header hd = decode_header(h);
+  const std::uint32_t m = hd.magic, l = hd.len;
+  const std::uint16_t v = hd.version, t = hd.type;
   if (m != kMagic) return Status(Errc::bootstrap, fmt::format("bootstrap: {} sent a message that is not rdmalab's (bad magic)", who));
   if (v != kVersion)
     return Status(Errc::bootstrap, fmt::format("bootstrap: {} speaks protocol version {}, this rdmalab speaks {}", who, v, kVersion));
@@ -244,14 +251,10 @@ Status TcpBootstrap::connect() {
           continue;
         }
         pc.buf.insert(pc.buf.end(), chunk, chunk + got);
-        if (pc.buf.size() < 12) continue;
-        std::uint32_t m, l;
-        std::uint16_t v, t;
-        std::memcpy(&m, pc.buf.data(), 4);
-        std::memcpy(&v, pc.buf.data() + 4, 2);
-        std::memcpy(&t, pc.buf.data() + 6, 2);
-        std::memcpy(&l, pc.buf.data() + 8, 4);
-        m = ntohl(m), v = ntohs(v), t = ntohs(t), l = ntohl(l);
+        if (pc.buf.size() < kHeaderBytes) continue;
+        const Header hd = decode_header(pc.buf.data());
+        const std::uint32_t m = hd.magic, l = hd.len;
+        const std::uint16_t v = hd.version, t = hd.type;
         // A hello is two numbers and a token: its length is checked before anything is kept.
         if (m != kMagic || v != kVersion || t != kHello || l < 8 || l > 8 + kMaxToken) {
           drop(i, m != kMagic       ? std::string("not rdmalab's protocol")
@@ -261,18 +264,18 @@ Status TcpBootstrap::connect() {
                v != kVersion && m == kMagic);
           continue;
         }
-        if (pc.buf.size() < 12 + l) continue;
+        if (pc.buf.size() < kHeaderBytes + l) continue;
         std::uint32_t r, sz;
-        std::memcpy(&r, pc.buf.data() + 12, 4);
-        std::memcpy(&sz, pc.buf.data() + 16, 4);
+        std::memcpy(&r, pc.buf.data() + kHeaderBytes, 4);
+        std::memcpy(&sz, pc.buf.data() + kHeaderBytes + 4, 4);
         r = ntohl(r), sz = ntohl(sz);
-        const std::string token(reinterpret_cast<const char*>(pc.buf.data() + 20), l - 8);
+        const std::string token(reinterpret_cast<const char*>(pc.buf.data() + kHeaderBytes + 8), l - 8);
         if (token != opt_.token) {
           // The joiner learns why; the run keeps waiting for the ranks that have the token.
           drop(i, "wrong run token (every rank needs the same --token or RDMALAB_TOKEN)", true);
           continue;
         }
-        if (pc.buf.size() > 12 + l) {
+        if (pc.buf.size() > kHeaderBytes + l) {
           drop(i, "sent more than its hello before the welcome", false);
           continue;
         }
@@ -398,7 +401,7 @@ Status TcpBootstrap::health() {
     const std::string who = opt_.rank == 0 ? fmt::format("rank {}", i) : std::string("rank 0");
     pollfd pfd{fd, POLLIN, 0};
     if (::poll(&pfd, 1, 0) <= 0) continue;
-    unsigned char h[12];
+    unsigned char h[kHeaderBytes];
     ssize_t k = ::recv(fd, h, sizeof h, MSG_PEEK | MSG_DONTWAIT);
     if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR)) {
       failed_ = true;
@@ -407,15 +410,14 @@ Status TcpBootstrap::health() {
       return Status(Errc::bootstrap, failure_);
     }
     if (k < static_cast<ssize_t>(sizeof h)) continue;
-    std::uint16_t t;
-    std::memcpy(&t, h + 6, 2);
-    if (ntohs(t) == kBye) {  // that peer finished normally: stop watching it
+    const std::uint16_t t = decode_header(h).type;
+    if (t == kBye) {  // that peer finished normally: stop watching it
       (void)recv_msg(fd, deadline_in(1), who);
       ::close(fd);
       peers_[i] = -1;
       continue;
     }
-    if (ntohs(t) != kAbort) continue;  // a peer early in the next allgather: leave it for allgather
+    if (t != kAbort) continue;  // a peer early in the next allgather: leave it for allgather
     auto m = recv_msg(fd, deadline_in(1), who);
     failed_ = true;
     failure_ = m ? text_of(m->second) : m.status().message();
