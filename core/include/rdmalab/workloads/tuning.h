@@ -1,0 +1,91 @@
+// NCCL's protocols and its tuning model: how NCCL predicts the time of each (algorithm, protocol)
+// for a collective and picks the fastest (docs/collectives.md, "Protocols and algorithm choice").
+//
+// The formulas and constants are those of NCCL 2.30 (src/graph/tuning.cc: ncclTopoTuneModel,
+// ncclTopoGetAlgoTime, the default tuner constants; src/enqueue.cc: topoGetAlgoInfo). This file
+// restates them; it copies no code. What NCCL takes from its topology search (channels and the
+// bandwidth per channel of each graph) is derived from the modelled node by graph_for().
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rdmalab/workloads/collectives.h"
+
+namespace rdmalab::workloads {
+
+// NCCL's three protocols (NCCL_PROTO): LL sends 8-byte lines of 4 data bytes and a 4-byte flag,
+// LL128 128-byte lines of 120 data bytes and an 8-byte flag, Simple the data itself with a
+// fence and a flag per step.
+enum class Protocol { ll, ll128, simple };
+const char* protocol_name(Protocol p) noexcept;  // "LL", "LL128", "Simple" (NCCL's spelling)
+
+// Wire bytes per data byte: LL 2 (src/include/device.h, union ncclLLFifoLine), LL128 16/15
+// (NCCL_LL128_LINEELEMS 16 eight-byte words of which NCCL_LL128_DATAELEMS 15 carry data), Simple 1.
+double protocol_wire_factor(Protocol p) noexcept;
+// Data bytes per step (NCCL's chunk): the protocol's buffer over NCCL_STEPS = 8. LL: 512 threads
+// × 8 lines of 16 bytes = 64 KiB of lines, 32 KiB of data; LL128: 640 threads × 120 words of 8
+// bytes = 600 KiB of lines, 562.5 KiB of data; Simple: 4 MiB / 8 = 512 KiB.
+std::uint64_t protocol_step_bytes(Protocol p) noexcept;
+
+enum class GpuGeneration { volta, ampere, hopper, blackwell };
+const char* gpu_generation_name(GpuGeneration g) noexcept;
+
+// NCCL's algorithms, in NCCL's order (which breaks ties: the first fastest wins).
+enum class TunedAlgo { tree, ring, collnet_direct, collnet_chain, nvls, nvls_tree, pat };
+constexpr int kTunedAlgos = 7;
+const char* tuned_algo_name(TunedAlgo a) noexcept;  // NCCL's spelling: "Tree", "Ring", "NVLS", ...
+
+// What NCCL's topology search hands its tuning model (struct ncclTopoGraph), and the facts of
+// the communicator it reads.
+struct TuningGraph {
+  int channels = 0;        // nChannels
+  double bw_intra = 0;     // GB/s per channel inside a node
+  double bw_inter = 0;     // GB/s per channel between nodes
+  double latency_inter = 0;  // µs (latencyInter)
+  bool nvlink = true;      // typeIntra is NVLink (else PCIe)
+};
+struct TuningInput {
+  int ranks = 1, nodes = 1;
+  GpuGeneration gen = GpuGeneration::hopper;
+  bool amd_cpu = false;  // cpuVendor: the LL bandwidth cap and the network post overhead depend on it
+  TuningGraph ring, tree, nvls;
+  bool nvls_support = false;  // NVLink SHARP usable (an NVSwitch that reduces; one node here)
+};
+
+// One (algorithm, protocol): the model's latency (µs) and bus bandwidth (GB/s, converted to the
+// algorithm bandwidth as NCCL does), and its predicted time for the size; enabled false when
+// NCCL would not consider it (then `why` says why).
+struct TuningCandidate {
+  TunedAlgo algo = TunedAlgo::ring;
+  Protocol proto = Protocol::simple;
+  double latency_us = 0;
+  double bw = 0;  // GB/s, bandwidths[coll][algo][proto]
+  double time_us = -1;
+  bool enabled = false;
+  std::string why;
+};
+
+// Every (algorithm, protocol) NCCL's model knows for this collective (the tuned collectives:
+// broadcast, reduce, all_gather, reduce_scatter, all_reduce), with their times for `bytes`.
+std::vector<TuningCandidate> tuning_table(const TuningInput& in, Collective coll, std::uint64_t bytes);
+// The fastest enabled candidate (NCCL's topoGetAlgoInfo), or null when none is (a collective
+// NCCL does not tune, or one rank).
+const TuningCandidate* tuning_choice(const std::vector<TuningCandidate>& table);
+// Whether NCCL tunes this collective (all_to_all and sendrecv are point-to-point in NCCL).
+bool is_tuned(Collective c) noexcept;
+
+// The node as NCCL's search would see it, from what the backend knows of it (NodeShape).
+struct TunedNode {
+  int ranks = 1, ranks_per_node = 1, nics = 1;
+  double intra_bw = 0;  // bytes/s per GPU to the other GPUs of its node, as NCCL moves data (NVLink × NCCL's per-link rate, or PCIe)
+  double nic_bw = 0;    // bytes/s per NIC
+  bool nvlink = false;
+  GpuGeneration gen = GpuGeneration::hopper;
+  bool amd_cpu = false;
+  bool nvls = false;
+};
+TuningInput graph_for(const TunedNode& node);
+
+}  // namespace rdmalab::workloads

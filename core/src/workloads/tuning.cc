@@ -1,0 +1,270 @@
+// NCCL's tuning model, restated from NCCL 2.30's src/graph/tuning.cc (ncclTopoTuneModel,
+// ncclTopoGetAlgoTime and the default tuner constants) and src/enqueue.cc (topoGetAlgoInfo).
+// Each constant below is NCCL's, under NCCL's own name; docs/collectives.md explains the model.
+#include "rdmalab/workloads/tuning.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace rdmalab::workloads {
+namespace {
+
+constexpr int kLL = 0, kLL128 = 1, kSimple = 2;
+constexpr int kNvlink = 0, kPci = 1, kNet = 2;  // NCCL_HW_NVLINK, NCCL_HW_PCI, NCCL_HW_NET
+
+int idx(TunedAlgo a) { return static_cast<int>(a); }
+int idx(Protocol p) { return p == Protocol::ll ? kLL : p == Protocol::ll128 ? kLL128 : kSimple; }
+int idx(GpuGeneration g) { return static_cast<int>(g); }
+
+// baseLatencies [algorithm][LL, LL128, Simple], µs.
+constexpr double kBaseLat[kTunedAlgos][3] = {
+    {6.8, 14.0, 8.4}, {6.6, 14.0, 8.4},  // Tree, Ring
+    {0, 0, 0},        {0, 0, 0},         // CollNet Direct, Chain
+    {0, 0, 0},        {0, 0, 0},         // NVLS, NVLS Tree
+    {8.0, 8.0, 8.0}};                    // PAT
+// hwLatencies [NVLink, PCI, Net][algorithm][LL, LL128, Simple], µs: one step's latency.
+constexpr double kHwLat[3][kTunedAlgos][3] = {
+    {{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, 3.7}, {0, 0, 2.8}, {0, 0, 25}, {0, 0, 25}, {0, 0, 4.0}},
+    {{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}, {0, 0, 3.7}, {0, 0, 2.8}, {0, 0, 0}, {0, 0, 0}, {0, 0, 4.0}},
+    {{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 31}, {0, 0, 30}, {0, 0, 18}, {0, 0, 20.9}, {0, 0, 14}}};
+// llMaxBws [Volta, Ampere, Hopper, Blackwell on one node; or Intel (0) / AMD (1) CPUs across
+// nodes][1 node, 2 nodes, more], GB/s.
+constexpr double kLlMaxBw[4][3] = {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {282.0, 90.0, 70.0}};
+// perChMaxRingLL128Bws, perChMaxTreeLL128Bws, perChMaxTreeBws, perChMaxNVLSTreeBws [generation][nodes], GB/s.
+constexpr double kRingLL128Bw[4][3] = {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}, {40.0, 40.0, 40.0}};
+constexpr double kTreeLL128Bw[4][3] = {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}};
+constexpr double kTreeBw[4][3] = {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70.0, 42.8, 24.0}};
+constexpr double kNvlsTreeBw[4][3] = {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {0.0, 57.7, 45.5}, {0.0, 96.0, 80.0}};
+// nvlsEfficiency per generation (no NVLS before Hopper).
+constexpr double kNvlsEfficiency[4] = {0.0, 0.0, 0.85, 0.74};
+// treeCorrectionFactor [protocol][log2(bytes / 64)], for tree all-reduces of 64 B to 256 MiB.
+constexpr double kTreeCorrection[3][24] = {
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0, 1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9}};
+
+int log2i(std::uint64_t n) {  // floor(log2 n); -1 for 0
+  int l = -1;
+  while (n) {
+    n >>= 1;
+    ++l;
+  }
+  return l;
+}
+
+const TuningGraph& graph_of(const TuningInput& in, TunedAlgo a) {
+  return a == TunedAlgo::nvls || a == TunedAlgo::nvls_tree ? in.nvls : a == TunedAlgo::tree ? in.tree : in.ring;
+}
+
+}  // namespace
+
+const char* protocol_name(Protocol p) noexcept {
+  switch (p) {
+    case Protocol::ll: return "LL";
+    case Protocol::ll128: return "LL128";
+    case Protocol::simple: return "Simple";
+  }
+  return "?";
+}
+
+double protocol_wire_factor(Protocol p) noexcept {
+  switch (p) {
+    case Protocol::ll: return 2.0;
+    case Protocol::ll128: return 16.0 / 15.0;
+    case Protocol::simple: return 1.0;
+  }
+  return 1.0;
+}
+
+std::uint64_t protocol_step_bytes(Protocol p) noexcept {
+  switch (p) {
+    case Protocol::ll: return 512ull * 8 * 16 / 2;        // 32 KiB
+    case Protocol::ll128: return 640ull * 120 * 8 * 15 / 16;  // 576000 B
+    case Protocol::simple: return 4ull * 1024 * 1024 / 8;   // 512 KiB
+  }
+  return 512 * 1024;
+}
+
+const char* gpu_generation_name(GpuGeneration g) noexcept {
+  switch (g) {
+    case GpuGeneration::volta: return "volta";
+    case GpuGeneration::ampere: return "ampere";
+    case GpuGeneration::hopper: return "hopper";
+    case GpuGeneration::blackwell: return "blackwell";
+  }
+  return "?";
+}
+
+const char* tuned_algo_name(TunedAlgo a) noexcept {
+  switch (a) {
+    case TunedAlgo::tree: return "Tree";
+    case TunedAlgo::ring: return "Ring";
+    case TunedAlgo::collnet_direct: return "CollNetDirect";
+    case TunedAlgo::collnet_chain: return "CollNetChain";
+    case TunedAlgo::nvls: return "NVLS";
+    case TunedAlgo::nvls_tree: return "NVLSTree";
+    case TunedAlgo::pat: return "PAT";
+  }
+  return "?";
+}
+
+bool is_tuned(Collective c) noexcept { return c != Collective::all_to_all && c != Collective::sendrecv; }
+
+std::vector<TuningCandidate> tuning_table(const TuningInput& in, Collective coll, std::uint64_t bytes) {
+  std::vector<TuningCandidate> out;
+  if (!is_tuned(coll) || in.ranks <= 1 || in.nodes < 1) return out;
+  const int n = in.ranks, nodes = in.nodes;
+  const bool ar = coll == Collective::all_reduce, ag_rs = coll == Collective::all_gather || coll == Collective::reduce_scatter;
+  const bool bcast_reduce = coll == Collective::broadcast || coll == Collective::reduce;
+  const int nsteps = ar ? 2 * (n - 1) : ag_rs ? n - 1 : n;
+  const int gen = idx(in.gen);
+  const int i2 = nodes <= 2 ? nodes - 1 : 2;
+  const int i1 = nodes == 1 ? gen : (in.amd_cpu ? 1 : 0);
+  const double ll_max_bw = kLlMaxBw[i1][i2];
+  const double ppn = static_cast<double>(n) / nodes;
+  const int ppn_int = n / nodes;
+
+  for (int ai = 0; ai < kTunedAlgos; ++ai) {
+    const auto a = static_cast<TunedAlgo>(ai);
+    if (bcast_reduce && a != TunedAlgo::ring) continue;
+    if (ag_rs && a != TunedAlgo::pat && a != TunedAlgo::ring && a != TunedAlgo::nvls && a != TunedAlgo::collnet_direct) continue;
+    if (ar && a == TunedAlgo::pat) continue;
+    const TuningGraph& g = graph_of(in, a);
+    const int intra_hw = g.nvlink ? kNvlink : kPci;
+    const int hw = nodes == 1 ? intra_hw : kNet;
+    for (Protocol p : {Protocol::ll, Protocol::ll128, Protocol::simple}) {
+      const int pi = idx(p);
+      if ((a == TunedAlgo::nvls || a == TunedAlgo::nvls_tree) && p != Protocol::simple) continue;
+      TuningCandidate c;
+      c.algo = a;
+      c.proto = p;
+      c.enabled = true;
+      auto disable = [&](std::string why) {
+        if (c.enabled) c.why = std::move(why);
+        c.enabled = false;
+      };
+      if (a == TunedAlgo::pat) {
+        if (p != Protocol::simple) continue;  // PAT runs Simple only
+        if (nodes != n) continue;             // PAT only with one GPU per node (ncclPatEnable)
+        disable("PAT (NCCL 2.23+) is not among rdmalab's algorithms");
+      }
+      const bool collnet = a == TunedAlgo::collnet_direct || a == TunedAlgo::collnet_chain;
+      double bw = nodes <= 2 || collnet ? g.bw_intra : g.bw_inter;
+      if (a == TunedAlgo::nvls || a == TunedAlgo::nvls_tree) {
+        if (g.channels < 2) {
+          bw = 0;
+        } else {
+          double intra = g.bw_intra * kNvlsEfficiency[gen] * (g.channels - 1) / g.channels;
+          intra *= ar ? 2.0 : (ppn - 1) / ppn;  // an all-reduce pipelines two operations
+          const double inter = g.bw_inter * (nodes <= 2 && a == TunedAlgo::nvls_tree ? 2 : 1);
+          bw = std::min({intra, inter, a == TunedAlgo::nvls_tree ? kNvlsTreeBw[gen][i2] : std::numeric_limits<double>::max()});
+        }
+      }
+      double bus = g.channels * bw;
+      if (a == TunedAlgo::ring && p == Protocol::ll) bus = std::min(ll_max_bw, bus * .5);
+      if (a == TunedAlgo::ring && p == Protocol::ll128) bus = std::min(bus * 0.92, g.channels * kRingLL128Bw[gen][i2]);
+      if (a == TunedAlgo::tree && ar) bus = std::min(bus * .92, g.channels * kTreeBw[gen][i2]);
+      if (a == TunedAlgo::tree && p == Protocol::ll) bus = std::min(bus * 1.0 / 3.8, ll_max_bw);
+      if (a == TunedAlgo::tree && p == Protocol::ll128)
+        bus = std::min(bus * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), g.channels * kTreeLL128Bw[gen][i2]);
+      if (a == TunedAlgo::pat) bus *= .75;
+      if (collnet && p != Protocol::simple) bus = 0;
+      // Bus bandwidth to algorithm bandwidth.
+      if (!(a != TunedAlgo::ring && ag_rs)) {
+        const double ratio = a == TunedAlgo::ring || a == TunedAlgo::nvls || a == TunedAlgo::nvls_tree ? static_cast<double>(n) / nsteps : .5;
+        bus *= ratio;
+      }
+      c.bw = bus;
+      double lat = kBaseLat[ai][pi];
+      double intra_lat = kHwLat[intra_hw][ai][pi];
+      double inter_lat = (ppn_int == 1 && ppn == 1 ? kHwLat[kNet][idx(TunedAlgo::tree)][pi] : kHwLat[kNet][ai][pi]) + g.latency_inter;
+      if (p == Protocol::simple) inter_lat += g.latency_inter;  // the flush
+      if (a == TunedAlgo::ring) {
+        if (bcast_reduce) {
+          lat += kHwLat[hw][ai][pi];  // the graph's channels are the same (sameChannels)
+        } else {
+          double net_overhead = 0;
+          if (nodes > 1) net_overhead = (in.amd_cpu ? 2.0 : 1.0) * (p == Protocol::simple ? 3 : 1);
+          intra_lat = std::max(intra_lat, net_overhead);
+          const int inter_steps = nodes == 1 ? 0 : ar ? 2 * (nodes - 1) : nodes - 1;
+          lat += (nsteps - inter_steps) * intra_lat + inter_steps * inter_lat;
+        }
+      } else if (a == TunedAlgo::tree) {
+        if (ar) lat += 2 * ((ppn_int - 1) * intra_lat + log2i(static_cast<std::uint64_t>(nodes)) * inter_lat);
+      } else if (a == TunedAlgo::nvls) {
+        lat = intra_lat;
+        if (nodes > 1) lat += inter_lat;
+      } else if (a == TunedAlgo::nvls_tree) {
+        lat += intra_lat + 2 * log2i(static_cast<std::uint64_t>(nodes)) * inter_lat;
+      } else if (a == TunedAlgo::pat) {
+        lat += log2i(static_cast<std::uint64_t>(nodes)) * (inter_lat / 3.5) + n * 2.8;
+      }
+      c.latency_us = lat;
+      // Which NCCL would not consider.
+      if (collnet) disable("CollNet needs a SHARP-capable network (collnetEnable), not modelled yet");
+      if (a == TunedAlgo::nvls_tree && nodes == 1) disable("NVLSTree is for several nodes");
+      if (a == TunedAlgo::nvls && nodes > 1) disable("NVLS across nodes needs CollNet");
+      if ((a == TunedAlgo::nvls || a == TunedAlgo::nvls_tree) && !in.nvls_support)
+        disable("no NVLink SHARP here (an NVSwitch that reduces, Hopper or later)");
+      if (p == Protocol::ll128 && !g.nvlink && ppn > 1) disable("LL128 needs NVLink between the GPUs of a node (typeIntra <= NVB)");
+      if (c.bw <= 0) disable("no bandwidth in the model");
+      if (c.enabled) {
+        double b = c.bw;
+        const int log_size = log2i(bytes >> 6);
+        if (a == TunedAlgo::tree && ar && log_size >= 0 && log_size < 23) b *= kTreeCorrection[pi][log_size];
+        if (a == TunedAlgo::nvls_tree && ar && log_size >= 0 && log_size < 24 && in.gen == GpuGeneration::blackwell)
+          b *= kTreeCorrection[pi][log_size];
+        double l = lat;
+        if (a == TunedAlgo::ring && p == Protocol::simple && nodes > 1 && ar &&
+            bytes / (static_cast<std::uint64_t>(in.ring.channels) * static_cast<std::uint64_t>(n)) >= 64)
+          l *= in.gen == GpuGeneration::volta ? 1.9 : 1.4;  // the ring's plateau
+        c.time_us = l + static_cast<double>(bytes) / (1000 * b);
+      }
+      out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
+const TuningCandidate* tuning_choice(const std::vector<TuningCandidate>& table) {
+  const TuningCandidate* best = nullptr;
+  for (const auto& c : table)
+    if (c.enabled && c.time_us >= 0 && (!best || c.time_us < best->time_us)) best = &c;
+  return best;
+}
+
+TuningInput graph_for(const TunedNode& node) {
+  TuningInput in;
+  const int rpn = node.ranks_per_node >= 1 && node.ranks % node.ranks_per_node == 0 ? node.ranks_per_node : 1;
+  in.ranks = node.ranks;
+  in.nodes = std::max(1, node.ranks / rpn);
+  in.gen = node.gen;
+  in.amd_cpu = node.amd_cpu;
+  in.nvls_support = node.nvls && in.nodes == 1;
+  const double intra = node.intra_bw / 1e9, nic = node.nic_bw / 1e9;  // GB/s, as NCCL counts
+  // NCCL's search finds one ring per NVLink (NCCL's per-link rate, 20 GB/s and up) or per NIC,
+  // and ncclTopoPostset doubles the channels, halving each one's share (at most MAXCHANNELS 32).
+  TuningGraph g;
+  g.nvlink = node.nvlink;
+  if (in.nodes == 1) {
+    const int found = node.nvlink ? std::max(1, static_cast<int>(intra / 20.0)) : 1;
+    g.channels = std::min(32, 2 * found);
+    g.bw_intra = g.bw_inter = intra / g.channels;
+  } else {
+    g.channels = std::min(32, 2 * std::max(1, node.nics));
+    const double node_bw = rpn > 1 ? std::min(intra, node.nics * nic) : std::max(1, node.nics) * nic;
+    g.bw_intra = g.bw_inter = node_bw / g.channels;
+  }
+  in.ring = g;
+  in.tree = g;
+  // NVLS: NCCL_NVLS_NCHANNELS (16 on Hopper) channels sharing the GPU's NVLink.
+  if (in.nvls_support) {
+    in.nvls = g;
+    in.nvls.channels = 16;
+    in.nvls.bw_intra = in.nvls.bw_inter = intra / 16;
+  }
+  return in;
+}
+
+}  // namespace rdmalab::workloads
