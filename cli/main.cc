@@ -82,10 +82,14 @@ std::string note(const ResultRow& r, const char* key) {
   return it == r.notes.end() ? std::string() : it->second;
 }
 
-// The algorithm and, where it was split over several, the channels: "ring, 8 channels".
+// The algorithm, its protocol and, where it was split over several, the channels:
+// "ring, LL128, 8 channels".
 std::string algorithm_text(const ResultRow& r) {
+  std::string out = note(r, "algorithm");
+  if (const std::string pr = note(r, "protocol"); !pr.empty()) out += ", " + pr;
   const std::string ch = note(r, "channels");
-  return ch.empty() || ch == "1" ? note(r, "algorithm") : fmt::format("{}, {} channels", note(r, "algorithm"), ch);
+  if (!ch.empty() && ch != "1") out += fmt::format(", {} channels", ch);
+  return out;
 }
 
 // nccl-tests' table: one line per size, out-of-place then in-place columns.

@@ -113,7 +113,9 @@ void add_presets(Schema& s) {
                  {"fabric.node.nvlink.bandwidth", "300GB/s"},  // A100 NVLink 3: 12 links × 25 GB/s each direction
                  // NCCL's model of one NVLink 3 link: 20.0 GB/s of data (src/graph/topo.h, SM80_NVLINK_BW) of 25.
                  {"fabric.node.nvlink.efficiency", "0.8"},
-                 {"fabric.node.gpu.memory_bandwidth", "2039GB/s"}}}));  // A100 SXM4 80GB HBM2e (datasheet)
+                 {"fabric.node.gpu.memory_bandwidth", "2039GB/s"},  // A100 SXM4 80GB HBM2e (datasheet)
+                 {"fabric.gpu.generation", "ampere"},
+                 {"fabric.cpu.vendor", "amd"}}}));
   s.add_preset(with_dgx({"fabric.preset", "cx7-ndr-h100",
                 "DGX H100-class node: 8 H100, 8 ConnectX-7 NDR 400 Gb/s, 4 PCIe Gen5 switches each with 2 GPUs and 2 NICs, "
                 "2 Intel Xeon 8480C sockets",
@@ -130,7 +132,9 @@ void add_presets(Schema& s) {
                  {"fabric.node.nvlink.bandwidth", "450GB/s"},  // H100 NVLink 4: 18 links × 25 GB/s each direction
                  // NCCL's model of one NVLink 4 link: 20.6 GB/s of data (src/graph/topo.h, SM90_NVLINK_BW) of 25.
                  {"fabric.node.nvlink.efficiency", "0.824"},
-                 {"fabric.node.gpu.memory_bandwidth", "3.35TB/s"}}}));  // H100 SXM5 HBM3 (datasheet)
+                 {"fabric.node.gpu.memory_bandwidth", "3.35TB/s"},  // H100 SXM5 HBM3 (datasheet)
+                 {"fabric.gpu.generation", "hopper"},
+                 {"fabric.cpu.vendor", "intel"}}}));
 }
 
 

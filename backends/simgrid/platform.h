@@ -72,10 +72,23 @@ struct FabricModel {
   // of 2 × nic_latency_s before the sender starts the transfer.
   bool nic_latency_in_routes = true;
   // The node shape the collectives lay their rings out on (NodeShape in backend.h).
+  // The GPUs of a node reach each other over NVLink (rail_optimized, or the node model with
+  // fabric.node.nvlink.bandwidth) or PCIe (the node model without it); the tuning facts the
+  // scenario states (fill_tuning_facts) are added by the backend.
   NodeShape shape() const {
-    if (rail.gpus > 0) return {rail.gpus, rail.gpus, node.gpu_memory_bw};
-    if (node.on) return {node.gpus, node.nics, node.gpu_memory_bw};
-    return {1, 1, node.gpu_memory_bw};
+    NodeShape s;
+    s.gpu_memory_bw = node.gpu_memory_bw;
+    if (rail.gpus > 0) {
+      s.ranks_per_node = s.nics = rail.gpus;
+      s.intra_bw = rail.nvlink_bw;
+      s.nvlink = true;
+    } else if (node.on) {
+      s.ranks_per_node = node.gpus;
+      s.nics = node.nics;
+      s.nvlink = node.nvlink_bw > 0;
+      s.intra_bw = s.nvlink ? node.nvlink_bw : node.pcie_bw;
+    }
+    return s;
   }
 };
 

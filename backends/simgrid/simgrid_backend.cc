@@ -403,6 +403,7 @@ struct alignas(64) Op {
     SendOpcode opcode = SendOpcode::rdma_write;
     bool signaled = true;
     bool inline_data = false;
+    float wire_factor = 1;  // SendWr::model_wire_factor
     std::uint64_t wr_id = 0;
     std::uint64_t remote_addr = 0;
   } wr;
@@ -826,6 +827,7 @@ class alignas(64) SimQp final : public QueuePair {
   QpCaps caps_;
   QpConnectAttr conn_;
   std::vector<SimQp*> peer_of_;  // the QPs whose peer_ this is
+  double next_start_ = 0;         // no request of this QP starts before its predecessor (RC order)
 
  private:
   Status transition(QpState from, QpState to, const QpConnectAttr* attr) {
@@ -916,7 +918,7 @@ double phase_wire_bytes(const World& w, const Op& op) {
   const bool atomic = op.wr.opcode == SendOpcode::atomic_fetch_add || op.wr.opcode == SendOpcode::atomic_cmp_swap;
   if (op.phase == 0) {
     if (op.wr.opcode == SendOpcode::rdma_read || atomic) return nic.control_bytes;
-    return wire_bytes(nic, static_cast<double>(op.len));
+    return wire_bytes(nic, static_cast<double>(op.len) * op.wr.wire_factor);
   }
   if (op.wr.opcode == SendOpcode::rdma_read) return wire_bytes(nic, static_cast<double>(op.len));
   if (atomic) return wire_bytes(nic, 8);
@@ -981,14 +983,20 @@ double route_latency(World& w, sg4::Host* src, sg4::Host* dst) {
   return it->second;
 }
 
-void launch_phase(World& w, Op& op) {
+// The hosts a request runs between: the requester's and the responder's (rank), by the memory
+// each side touches: GPU memory by GPUDirect or staged, host memory (the same host when there is no
+// node model: then the regions are not looked up). A send's receive buffer is not known until it
+// arrives: it is taken to be of the sender's kind.
+struct Ends {
+  sg4::Host* me;
+  sg4::Host* peer;
+  int peer_rank;
+};
+Ends request_ends(World& w, const Op& op) {
   SimQp* qp = op.qp;
   const SimQp* pq = qp->peer();
   int peer_rank = pq ? pq->rank_ : static_cast<int>(qp->conn_.remote.rank);
   if (peer_rank < 0 || peer_rank >= static_cast<int>(w.hosts.size())) peer_rank = qp->rank_;
-  // The endpoints by the memory each side touches: GPU memory by GPUDirect or staged, host memory
-  // (the same host when there is no node model: then the regions are not looked up). A send's
-  // receive buffer is not known until it arrives: it is taken to be of the sender's kind.
   sg4::Host* me = w.hosts[static_cast<std::size_t>(qp->rank_)];
   sg4::Host* peer = w.hosts[static_cast<std::size_t>(peer_rank)];
   if (!w.one_endpoint) {
@@ -1003,6 +1011,12 @@ void launch_phase(World& w, Op& op) {
     me = endpoint(qp->rank_, local);
     peer = endpoint(peer_rank, remote);
   }
+  return {me, peer, peer_rank};
+}
+
+void launch_phase(World& w, Op& op) {
+  SimQp* qp = op.qp;
+  const auto [me, peer, peer_rank] = request_ends(w, op);
   // At least one byte: a zero-byte sendto never completes in SimGrid 3.32 (seen here), and one
   // byte costs 0.08 ns at 100 Gb/s.
   auto bytes = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(phase_wire_bytes(w, op)));
@@ -1091,12 +1105,21 @@ void launch_if_due(World& w, Op& op) {
 }
 
 // Schedules phase 0 of a new request through the NIC's message-rate gate and latency.
-void start_op(World& w, Op& op) {
+// min_latency (SendWr::model_min_latency_s): the request starts late enough that its route's
+// latency brings it to the responder no sooner than that after now.
+void start_op(World& w, Op& op, double min_latency) {
   Nic& nic = *w.nics[static_cast<std::size_t>(op.qp->rank_)];
   const double now = sg4::Engine::get_clock();
   const double issue = std::max(now, nic.next_issue);
   nic.next_issue = issue + w.model.nic.message_overhead_s;
-  const double at = issue + (w.model.nic_latency_in_routes ? 0.0 : 2 * w.model.nic.nic_latency_s);
+  const double start_delay = w.model.nic_latency_in_routes ? 0.0 : 2 * w.model.nic.nic_latency_s;
+  double at = issue + start_delay;
+  if (min_latency > 0) {
+    const Ends e = request_ends(w, op);
+    at = std::max(at, now + min_latency - route_latency(w, e.me, e.peer));
+  }
+  at = std::max(at, op.qp->next_start_);
+  op.qp->next_start_ = at;
   op.timer_at = std::max(at, now);
   // Due now: started by the rank's next wait, before anything else it does there (no simulated
   // time passes until it waits). Starting a transfer is an s4u call, after which the rank's state
@@ -1561,6 +1584,7 @@ Status SimQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index) {
     op->wr.imm = wr.imm;
     op->wr.opcode = wr.opcode;
     op->wr.signaled = wr.signaled;
+    op->wr.wire_factor = static_cast<float>(wr.model_wire_factor);
     op->wr.wr_id = wr.wr_id;
     op->wr.remote_addr = wr.remote_addr;
     op->sges.assign(wr.sg_list);
@@ -1593,7 +1617,7 @@ Status SimQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index) {
           ref.done = true;
           ref.status = WcStatus::loc_prot_err;
         }
-    if (!ref.done) start_op(w_, ref);
+    if (!ref.done) start_op(w_, ref, wr.model_min_latency_s);
   }
   retire_heads(w_, this);  // requests refused at once complete in order
   w_.flush_wakes();
@@ -2071,7 +2095,9 @@ Status simulate(const LaunchSpec& spec, const RankMain& main, const Scenario& sc
       SimDevice dev(w, r);
       SimBootstrap boot(w, r, spec.ranks);
       SimRuntime rt(w, r);
-      RankEnv env{r, spec.ranks, boot, rt, dev, host_memory(), w.model.shape()};
+      NodeShape shape = w.model.shape();
+      if (spec.scenario) fill_tuning_facts(*spec.scenario, shape);
+      RankEnv env{r, spec.ranks, boot, rt, dev, host_memory(), shape};
       Status st;
       try {
         st = main(env);

@@ -48,7 +48,7 @@ ResultTable result_table(const std::vector<ResultRow>& rows) {
                  "t_avg[usec]", "t_stdev[usec]", "99% [usec]",  "99.9% [usec]", "errors"};
   else if (t.kind == "collective")
     t.columns = {"workload",  "size (B)",     "count",        "type",   "redop",    "root", "placement",
-                 "time (us)", "algbw (GB/s)", "busbw (GB/s)", "#wrong", "algorithm", "channels"};
+                 "time (us)", "algbw (GB/s)", "busbw (GB/s)", "#wrong", "algorithm", "protocol", "channels"};
   else
     t.columns = {"workload", "model",       "parallelism", "grad bytes", "step[ms]",  "compute[ms]",
                  "comm[ms]", "exposed[ms]", "bubble[ms]",  "samples/s",  "#wrong"};
@@ -68,7 +68,7 @@ ResultTable result_table(const std::vector<ResultRow>& rows) {
       c.insert(c.end(), {whole(static_cast<double>(r.bytes)), whole(extra(r, "count")), text(note(r, "type")), text(note(r, "redop")),
                          text(note(r, "root")), text(note(r, "placement")), num(r.time_s * 1e6, 2), num(extra(r, "algbw_gbps"), 2),
                          num(extra(r, "busbw_gbps"), 2), whole(static_cast<double>(r.errors)), text(note(r, "algorithm")),
-                         text(note(r, "channels"))});
+                         text(note(r, "protocol")), text(note(r, "channels"))});
     } else {
       c.insert(c.end(), {text(note(r, "model")), text(note(r, "parallelism")), whole(static_cast<double>(r.bytes)),
                          num(extra(r, "step_ms"), 3), num(extra(r, "compute_ms"), 3), num(extra(r, "comm_ms"), 3),

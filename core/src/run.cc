@@ -181,11 +181,19 @@ Status check_run(const Scenario& sc, Backend& backend) {
   return check_host_memory(sc, backend, backend.hosts_all_ranks() ? scenario_ranks(sc) : 1);
 }
 
+void fill_tuning_facts(const Scenario& sc, NodeShape& shape) {
+  shape.nic_bw = sc.get_bandwidth("fabric.link.bandwidth");
+  const std::string gen = sc.get_string("fabric.gpu.generation");
+  shape.gpu = gen == "volta" ? GpuGeneration::volta : gen == "ampere" ? GpuGeneration::ampere : gen == "blackwell" ? GpuGeneration::blackwell : GpuGeneration::hopper;
+  shape.amd_cpu = sc.get_string("fabric.cpu.vendor") == "amd";
+}
+
 NodeShape scenario_node_shape(const Scenario* sc, int ranks) {
   NodeShape shape;
   if (!sc) return shape;
   const auto g = static_cast<int>(sc->get_int("fabric.gpus_per_node"));
   if (g > 1 && ranks % g == 0) shape.ranks_per_node = g;
+  fill_tuning_facts(*sc, shape);
   return shape;
 }
 

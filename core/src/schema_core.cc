@@ -18,6 +18,11 @@ Schema core_schema() {
         "GPUs, and so ranks, per node: ranks = nodes × gpus_per_node, rank r on node r / gpus_per_node", 1, 64);
   s.add("fabric.link.bandwidth", T::bandwidth, "100Gbps", "bandwidth of each link, each direction", 1, 1e15);
   s.add("fabric.link.latency", T::time, "1us", "latency of each link", 0, 1);
+  s.add_choice("fabric.gpu.generation", "hopper",
+               "the GPUs' generation, as NCCL's tuning model tells them apart (its LL, LL128 and tree bandwidth caps, NVLink SHARP)",
+               {"volta", "ampere", "hopper", "blackwell"});
+  s.add_choice("fabric.cpu.vendor", "intel", "the CPUs' vendor: NCCL's tuning model caps LL and counts the network overhead by it",
+               {"intel", "amd"});
 
   s.add_choice("workload.type", "write_bw", "the workload to run (rdmalab list)", {});  // names: full_schema()
   s.add("workload.size", T::size, "64KiB", "message size", 1, 1u << 30);
@@ -52,9 +57,15 @@ Schema core_schema() {
   s.add_choice("workload.dtype", "fp32", "element type of collectives", {"fp32", "fp16", "bf16", "int32", "int8"});
   s.add_choice("workload.op", "sum", "reduction operator of all_reduce, reduce_scatter and reduce", {"sum", "prod", "max", "min"});
   s.add("workload.root", T::integer, "0", "root rank of broadcast and reduce", 0, 1 << 20);
-  s.add_choice("workload.algorithm", "auto", "collective algorithm; auto picks per size as NCCL does (docs/collectives.md)",
+  s.add_choice("workload.algorithm", "auto", "collective algorithm; auto: NCCL's tuning model picks per size (docs/collectives.md)",
                {"auto", "ring", "tree", "rhd", "chain", "binomial", "pairwise"});
-  s.add("workload.chunk", T::size, "512KiB", "bytes per pipelined chunk of a collective (NCCL's step)", 1, 1u << 30);
+  s.add_choice("workload.protocol", "auto",
+               "NCCL's protocol for collectives: ll, ll128, simple; auto: NCCL's tuning model picks per size. Its costs are modelled on "
+               "simgrid; elsewhere the chunks move as they are (simple)",
+               {"auto", "simple", "ll", "ll128"});
+  s.add("workload.chunk", T::size, "512KiB",
+        "bytes per pipelined chunk of a collective (NCCL's step); unset: the protocol's (simple 512KiB, ll128 562.5KiB, ll 32KiB)", 1,
+        1u << 30);
   s.add("workload.channels", T::string, "auto",
         "NCCL's channels: rings a ring collective is split over, each with its own order and connections; auto: one per NIC of a "
         "node when the ranks span several nodes, else 1 (docs/collectives.md); or a count 1..64");

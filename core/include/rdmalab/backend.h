@@ -19,6 +19,9 @@ struct Scenario;
 class Schema;
 class MetricsSink;
 
+// A GPU's generation, as NCCL's tuning model tells them apart (its compute-capability index).
+enum class GpuGeneration { volta, ampere, hopper, blackwell };
+
 // The shape of the nodes a backend runs or models, as the collectives need it to lay out their
 // rings (NCCL learns the same from its topology detection): ranks packed on nodes, rank r on
 // node r / ranks_per_node, and the NICs each node has.
@@ -29,6 +32,17 @@ struct NodeShape {
   // backend that models time (SimGrid: fabric.node.gpu.memory_bandwidth); 0: such work takes no
   // modelled time (real hardware, where it takes real time).
   double gpu_memory_bw = 0;
+  // What NCCL's tuning model reads of a node (workloads/tuning.h): a GPU's bandwidth to the other
+  // GPUs of its node as NCCL moves data (bytes/s, each direction; 0: not known, then nic_bw),
+  // whether that is NVLink (else PCIe), a NIC's bandwidth (bytes/s), the GPU generation, the CPU
+  // vendor (NCCL's LL cap and network overhead differ on AMD), and whether the NVSwitch reduces
+  // (NVLink SHARP).
+  double intra_bw = 0;
+  bool nvlink = false;
+  double nic_bw = 0;
+  GpuGeneration gpu = GpuGeneration::hopper;
+  bool amd_cpu = false;
+  bool nvls = false;
 };
 
 // Everything one rank's code may use.

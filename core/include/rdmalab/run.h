@@ -23,6 +23,9 @@ int scenario_ranks(const Scenario& sc);
 // verbs): fabric.gpus_per_node ranks per node when it divides `ranks`, one NIC each. A null
 // scenario: one rank per node.
 NodeShape scenario_node_shape(const Scenario* sc, int ranks);
+// Fills the facts NCCL's tuning model reads that the scenario states (fabric.link.bandwidth as
+// the NIC's, fabric.gpu.generation, fabric.cpu.vendor); the node's insides are the backend's.
+void fill_tuning_facts(const Scenario& sc, NodeShape& shape);
 
 // The node count a fabric's shape implies (a fat tree's down counts, a torus's dimensions, a
 // dragonfly's groups × chassis × routers × blades) must be fabric.nodes: checked for every

@@ -182,6 +182,13 @@ struct SendWr {
   std::uint32_t rkey = 0;
   std::uint64_t compare_add = 0;    // fetch-and-add: the addend; compare-and-swap: the compare value
   std::uint64_t swap = 0;           // compare-and-swap: the new value
+  // For a backend whose time is a model (Capabilities::models_time), what a protocol above the
+  // verbs adds that the bytes do not say (NCCL's LL and LL128, workloads/tuning.h): the wire
+  // carries model_wire_factor bytes per payload byte (LL's flags), and the data reaches the peer
+  // no sooner than model_min_latency_s after the post (the protocol's step latency, the wire's
+  // own included). Backends on real hardware ignore both: there the bytes are what they are.
+  double model_wire_factor = 1;
+  double model_min_latency_s = 0;
 };
 
 // The requester-side completion opcode of a send opcode.

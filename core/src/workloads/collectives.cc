@@ -15,6 +15,7 @@
 
 #include "rdmalab/units.h"
 #include "rdmalab/workloads/common.h"
+#include "rdmalab/workloads/tuning.h"
 #include "engine.h"
 
 namespace rdmalab::workloads {
@@ -25,7 +26,9 @@ namespace {
 
 struct Params {
   Collective coll = Collective::all_reduce;
-  std::optional<Algorithm> algo;  // none: default_algorithm per size
+  std::optional<Algorithm> algo;  // none: NCCL's tuning model per size (choose_collective)
+  std::optional<Protocol> proto;  // none: likewise
+  bool chunk_set = false;         // workload.chunk given: every protocol uses it
   DataType dtype = DataType::fp32;
   ReduceOp op = ReduceOp::sum;
   int root = 0;
@@ -54,6 +57,25 @@ std::optional<Algorithm> parse_algorithm(const std::string& s) {
   for (Algorithm a : {Algorithm::ring, Algorithm::tree, Algorithm::rhd, Algorithm::chain, Algorithm::binomial, Algorithm::pairwise})
     if (s == algorithm_name(a)) return a;
   return std::nullopt;
+}
+
+std::optional<Protocol> parse_protocol(const std::string& s) {
+  if (s == "ll") return Protocol::ll;
+  if (s == "ll128") return Protocol::ll128;
+  if (s == "simple") return Protocol::simple;
+  return std::nullopt;  // auto
+}
+
+// The candidates of NCCL's model for a row (notes.tuning): "Ring/LL 15.01 us; ..." in NCCL's
+// order, each enabled one with its predicted time, the others with why not.
+std::string tuning_text(const CollectiveChoice& ch) {
+  std::string out;
+  for (const auto& c : ch.table) {
+    if (!out.empty()) out += "; ";
+    out += fmt::format("{}/{} ", tuned_algo_name(c.algo), protocol_name(c.proto));
+    out += c.enabled ? fmt::format("{:.2f} us", c.time_us) : fmt::format("off ({})", c.why);
+  }
+  return out;
 }
 
 // workload.channels: "auto" (none) or a count 1..64; nullopt with ok = false when neither.
@@ -89,6 +111,8 @@ Params read_params(const Scenario& sc, Collective coll) {
   p.coll = coll;
   std::string alg = sc.get_string("workload.algorithm");
   if (alg != "auto") p.algo = parse_algorithm(alg);
+  p.proto = parse_protocol(sc.get_string("workload.protocol"));
+  p.chunk_set = sc.is_set("workload.chunk");
   p.dtype = *parse_dtype(sc.get_string("workload.dtype"));
   p.op = *parse_reduce_op(sc.get_string("workload.op"));
   p.root = static_cast<int>(sc.get_int("workload.root"));
@@ -196,6 +220,7 @@ std::vector<std::uint8_t> expected_output(const Params& p, int ranks, int rank, 
 struct SizePlan {
   std::uint64_t bytes = 0, count = 0;
   Algorithm algo = Algorithm::ring;
+  CollectiveChoice choice;
   int channels = 1;
   Plan out_of_place, in_place;
 };
@@ -206,18 +231,32 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
   std::vector<SizePlan> sizes;
   std::vector<Plan> all;
   const int channels = p.channels ? *p.channels : auto_channels(env.size, env.shape.ranks_per_node, env.shape.nics);
+  const bool models_time = env.dev.caps().models_time;
   for (std::uint64_t req : p.sizes) {
     SizePlan s;
     s.count = count_for(req, coll, p.dtype, env.size);
     s.bytes = s.count * es;
-    s.algo = p.algo ? *p.algo : default_algorithm(coll, s.bytes, env.size);
+    s.choice = choose_collective(coll, s.bytes, env.size, env.shape, models_time, p.algo, p.proto);
+    s.algo = s.choice.algo;
     CollectiveArgs a{coll, s.algo, env.rank, env.size, p.root, s.count, es, false};
     a.channels = uses_channels(coll, s.algo) ? channels : 1;
     a.ranks_per_node = env.shape.ranks_per_node;
     s.channels = a.channels;
-    s.out_of_place = build_plan(a);
+    // The protocol: its chunk (unless workload.chunk says), and where time is modelled its
+    // framing and step latencies (tuning.h).
+    auto with_protocol = [&](Plan pl) {
+      const std::uint64_t step = p.chunk_set ? p.chunk : protocol_step_bytes(s.choice.proto);
+      pl.chunk = std::max<std::uint64_t>(step / es * es, es);
+      if (models_time) {
+        pl.wire_factor = protocol_wire_factor(s.choice.proto);
+        pl.step_latency_intra = s.choice.costs.intra_step_us * 1e-6;
+        pl.step_latency_inter = s.choice.costs.inter_step_us * 1e-6;
+      }
+      return pl;
+    };
+    s.out_of_place = with_protocol(build_plan(a));
     a.in_place = true;
-    if (p.in_place) s.in_place = build_plan(a);
+    if (p.in_place) s.in_place = with_protocol(build_plan(a));
     all.push_back(s.out_of_place);
     if (p.in_place) all.push_back(s.in_place);
     sizes.push_back(std::move(s));
@@ -250,10 +289,16 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
       const Plan& plan = in_place ? s.in_place : s.out_of_place;
       if (!p.phantom) RDMALAB_TRY(load_inputs(s, in_place));
       RDMALAB_TRY(env.boot.barrier());
-      for (std::uint64_t i = 0; i < p.warmup; ++i) RDMALAB_TRY(eng.execute(plan));
+      // NCCL's base latency (launch and set-up), once per collective, where time is modelled.
+      const double base = models_time ? s.choice.costs.base_us * 1e-6 : 0;
+      auto once = [&]() -> Status {
+        if (base > 0) env.rt.compute(base);
+        return eng.execute(plan);
+      };
+      for (std::uint64_t i = 0; i < p.warmup; ++i) RDMALAB_TRY(once());
       RDMALAB_TRY(env.boot.barrier());
       const double t0 = env.rt.now();
-      for (std::uint64_t i = 0; i < p.iterations; ++i) RDMALAB_TRY(eng.execute(plan));
+      for (std::uint64_t i = 0; i < p.iterations; ++i) RDMALAB_TRY(once());
       const double t = (env.rt.now() - t0) / static_cast<double>(p.iterations);
       // The check run: fresh inputs, one more execution, every element compared.
       std::uint64_t wrong = 0;
@@ -299,6 +344,13 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
       row.notes["placement"] = in_place ? "in-place" : "out-of-place";
       row.notes["algorithm"] = algorithm_name(s.algo);
       row.notes["channels"] = std::to_string(s.channels);
+      row.notes["protocol"] = protocol_name(s.choice.proto);
+      if (!models_time && p.proto && *p.proto != Protocol::simple)
+        row.notes["protocol"] = fmt::format("Simple ({} is modelled on simgrid only)", protocol_name(*p.proto));
+      if (!s.choice.table.empty()) {
+        row.notes["tuning"] = tuning_text(s.choice);
+        row.notes["nccl_choice"] = s.choice.nccl;
+      }
       row.notes["verify"] = p.verify ? "on" : "off";
       row.notes["data_path"] = eng.data_path();
       rows.push_back(std::move(row));

@@ -73,6 +73,7 @@ struct CollectiveEngine::Conn {
   // Sends and receives of every plan in flight, in the order the plans were begun.
   std::deque<std::pair<int, int>> send_q, recv_q;  // (execution, op)
   std::uint64_t send_chunk = 0, recv_chunk = 0;
+  bool same_node = false;  // the peer is on this rank's node (NodeShape): the protocol's intra-node step latency
 };
 
 struct CollectiveEngine::Exec {
@@ -104,7 +105,7 @@ Status CollectiveEngine::setup(const std::vector<Plan>& plans, std::uint64_t min
   std::uint64_t in_b = std::max<std::uint64_t>(1, min_in), out_b = std::max<std::uint64_t>(1, min_out), scr_b = 1;
   struct Need {
     std::uint64_t chunks_in_plan = 0;  // most chunks from the peer in one plan
-    std::uint64_t max_op = 0;
+    std::uint64_t slot = 0;  // the largest chunk from the peer
   };
   std::map<std::pair<int, int>, Need> need;
   for (const Plan& pl : plans) {
@@ -113,10 +114,11 @@ Status CollectiveEngine::setup(const std::vector<Plan>& plans, std::uint64_t min
     scr_b = std::max(scr_b, pl.scratch_bytes);
     std::map<std::pair<int, int>, std::uint64_t> per;
     for (const auto& s : pl.sends) need[{s.peer, s.chan}];
+    const std::uint64_t chunk = chunk_of(pl);
     for (const auto& r : pl.recvs) {
-      per[{r.peer, r.chan}] += nchunks(r.len);
+      per[{r.peer, r.chan}] += nchunks(r.len, chunk);
       auto& n = need[{r.peer, r.chan}];
-      n.max_op = std::max(n.max_op, r.len);
+      n.slot = std::max(n.slot, std::min(chunk, r.len));
     }
     for (auto& [k, v] : per) need[k].chunks_in_plan = std::max(need[k].chunks_in_plan, v);
   }
@@ -130,8 +132,10 @@ Status CollectiveEngine::setup(const std::vector<Plan>& plans, std::uint64_t min
     auto c = std::make_unique<Conn>();
     c->peer = key.first;
     c->chan = key.second;
+    const int g = std::max(1, env_.shape.ranks_per_node);
+    c->same_node = c->peer / g == env_.rank / g;
     if (n.chunks_in_plan > 0) {
-      c->slot_bytes_in = std::min(cfg_.chunk, n.max_op);
+      c->slot_bytes_in = n.slot;
       c->slots_in = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(n.chunks_in_plan, 1, cfg_.slots));
     }
     c->stage_off = stage_bytes;
@@ -261,7 +265,7 @@ Result<int> CollectiveEngine::begin(Plan plan) {
     auto lc = last_in_chan.find(s.chan);
     if (lc != last_in_chan.end()) e->prev_in_chan[i] = lc->second;
     last_in_chan[s.chan] = static_cast<int>(i);
-    e->sends_to_issue += nchunks(s.len);
+    e->sends_to_issue += nchunks(s.len, chunk_of(e->plan));
   }
   for (std::size_t i = 0; i < plan.recvs.size(); ++i) {
     const RecvOp& r = plan.recvs[i];
@@ -269,7 +273,7 @@ Result<int> CollectiveEngine::begin(Plan plan) {
     if (it == conn_index_.end() || conns_[it->second]->slots_in == 0)
       return Status(Errc::internal, fmt::format("rank {}: a plan receives from rank {} channel {}, which setup() did not prepare", env_.rank, r.peer, r.chan));
     conns_[it->second]->recv_q.emplace_back(id, static_cast<int>(i));
-    e->recv_chunks_left += nchunks(r.len);
+    e->recv_chunks_left += nchunks(r.len, chunk_of(e->plan));
   }
   e->plan = std::move(plan);
   execs_[id] = std::move(e);
@@ -285,17 +289,18 @@ Status CollectiveEngine::issue(bool& progressed) {
       auto [id, oi] = c.send_q.front();
       Exec& e = *execs_.at(id);
       const SendOp& s = e.plan.sends[static_cast<std::size_t>(oi)];
+      const std::uint64_t chunk = chunk_of(e.plan);
       if (c.credits == 0 || c.sq_out + 1 >= c.sq_cap) break;
       if (s.dep >= 0) {
         const auto d = static_cast<std::size_t>(s.dep);
-        if (s.chunkwise ? e.done[d] <= c.send_chunk : e.done[d] < nchunks(e.plan.recvs[d].len)) break;
+        if (s.chunkwise ? e.done[d] <= c.send_chunk : e.done[d] < nchunks(e.plan.recvs[d].len, chunk)) break;
       }
       if (s.serial && e.prev_in_chan[static_cast<std::size_t>(oi)] >= 0) {
         const auto prev = static_cast<std::size_t>(e.prev_in_chan[static_cast<std::size_t>(oi)]);
-        if (e.sent_done[prev] < nchunks(e.plan.sends[prev].len)) break;
+        if (e.sent_done[prev] < nchunks(e.plan.sends[prev].len, chunk)) break;
       }
-      const std::uint64_t off = c.send_chunk * cfg_.chunk;
-      const std::uint64_t len = std::min(cfg_.chunk, s.len - off);
+      const std::uint64_t off = c.send_chunk * chunk;
+      const std::uint64_t len = std::min(chunk, s.len - off);
       Sge sge{buf(s.src.buf).addr() + s.src.off + off, static_cast<std::uint32_t>(len), mr(s.src.buf).lkey()};
       SendWr wr;
       wr.wr_id = make_wr_id(0, ci, static_cast<std::size_t>(oi), id);
@@ -304,6 +309,8 @@ Status CollectiveEngine::issue(bool& progressed) {
       wr.imm = static_cast<std::uint32_t>(c.send_seq & kSeqMask);
       wr.remote_addr = c.remote_stage.addr + (c.send_seq % c.slots_out) * c.slot_bytes_out;
       wr.rkey = c.remote_stage.rkey;
+      wr.model_wire_factor = e.plan.wire_factor;
+      wr.model_min_latency_s = c.same_node ? e.plan.step_latency_intra : e.plan.step_latency_inter;
       RDMALAB_TRY(c.qp->post_send(std::span<const SendWr>(&wr, 1)));
       c.send_seq++;
       c.credits--;
@@ -311,7 +318,7 @@ Status CollectiveEngine::issue(bool& progressed) {
       e.sends_to_issue--;
       e.sends_outstanding++;
       progressed = true;
-      if (++c.send_chunk == nchunks(s.len)) {
+      if (++c.send_chunk == nchunks(s.len, chunk)) {
         c.send_chunk = 0;
         c.send_q.pop_front();
       }
@@ -327,12 +334,13 @@ Status CollectiveEngine::process(bool& progressed) {
       auto [id, oi] = c.recv_q.front();
       Exec& e = *execs_.at(id);
       const RecvOp& r = e.plan.recvs[static_cast<std::size_t>(oi)];
+      const std::uint64_t chunk = chunk_of(e.plan);
       if (r.after >= 0) {
         const auto a = static_cast<std::size_t>(r.after);
-        if (r.after_whole ? e.done[a] < nchunks(e.plan.recvs[a].len) : e.done[a] <= c.recv_chunk) break;
+        if (r.after_whole ? e.done[a] < nchunks(e.plan.recvs[a].len, chunk) : e.done[a] <= c.recv_chunk) break;
       }
-      const std::uint64_t off = c.recv_chunk * cfg_.chunk;
-      const std::uint64_t len = std::min(cfg_.chunk, r.len - off);
+      const std::uint64_t off = c.recv_chunk * chunk;
+      const std::uint64_t len = std::min(chunk, r.len - off);
       const std::uint64_t slot = c.stage_off + (c.recv_seq % c.slots_in) * c.slot_bytes_in;
       RDMALAB_TRY(stage_mr_->sync_from_nic(slot, len));  // staged memory: the NIC wrote a host copy
       if (r.reduce)
@@ -348,7 +356,7 @@ Status CollectiveEngine::process(bool& progressed) {
       e.done[static_cast<std::size_t>(oi)]++;
       e.recv_chunks_left--;
       progressed = true;
-      if (++c.recv_chunk == nchunks(r.len)) {
+      if (++c.recv_chunk == nchunks(r.len, chunk)) {
         c.recv_chunk = 0;
         c.recv_q.pop_front();
       }

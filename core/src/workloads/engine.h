@@ -71,7 +71,8 @@ class CollectiveEngine {
   void gpu_work(std::uint64_t bytes);
   const Buffer& buf(Buf b) const;
   const MemoryRegion& mr(Buf b) const;
-  std::uint64_t nchunks(std::uint64_t len) const { return (len + cfg_.chunk - 1) / cfg_.chunk; }
+  std::uint64_t chunk_of(const Plan& p) const { return p.chunk ? p.chunk : cfg_.chunk; }
+  static std::uint64_t nchunks(std::uint64_t len, std::uint64_t chunk) { return (len + chunk - 1) / chunk; }
 
   RankEnv& env_;
   EngineConfig cfg_;

@@ -267,4 +267,69 @@ TuningInput graph_for(const TunedNode& node) {
   return in;
 }
 
+TunedNode tuned_node(const NodeShape& shape, int ranks) {
+  TunedNode n;
+  n.ranks = ranks;
+  n.ranks_per_node = shape.ranks_per_node;
+  n.nics = shape.nics;
+  n.nic_bw = shape.nic_bw;
+  n.intra_bw = shape.intra_bw > 0 ? shape.intra_bw : shape.nic_bw;
+  n.nvlink = shape.nvlink;
+  n.gen = shape.gpu;
+  n.amd_cpu = shape.amd_cpu;
+  n.nvls = shape.nvls;
+  return n;
+}
+
+TunedAlgo tuned_algo_of(Algorithm a) noexcept { return a == Algorithm::tree ? TunedAlgo::tree : TunedAlgo::ring; }
+
+ProtocolCosts protocol_costs(const TuningInput& in, TunedAlgo a, Protocol p, Collective coll) {
+  ProtocolCosts c;
+  const int ai = idx(a), pi = idx(p);
+  const TuningGraph& g = graph_of(in, a);
+  const int nodes = std::max(1, in.nodes);
+  const bool single_gpu_nodes = in.ranks == nodes;
+  c.base_us = kBaseLat[ai][pi];
+  c.intra_step_us = kHwLat[g.nvlink ? kNvlink : kPci][ai][pi];
+  c.inter_step_us = (single_gpu_nodes ? kHwLat[kNet][idx(TunedAlgo::tree)][pi] : kHwLat[kNet][ai][pi]) + g.latency_inter +
+                    (p == Protocol::simple ? g.latency_inter : 0);
+  const bool bcast_reduce = coll == Collective::broadcast || coll == Collective::reduce;
+  if (a == TunedAlgo::ring && nodes > 1 && !bcast_reduce)
+    c.intra_step_us = std::max(c.intra_step_us, (in.amd_cpu ? 2.0 : 1.0) * (p == Protocol::simple ? 3 : 1));
+  return c;
+}
+
+CollectiveChoice choose_collective(Collective coll, std::uint64_t bytes, int ranks, const NodeShape& shape, bool model_protocols,
+                                   std::optional<Algorithm> algo, std::optional<Protocol> proto) {
+  CollectiveChoice ch;
+  ch.input = graph_for(tuned_node(shape, ranks));
+  if (is_tuned(coll)) ch.table = tuning_table(ch.input, coll, bytes);
+  if (const TuningCandidate* nccl = tuning_choice(ch.table))
+    ch.nccl = std::string(tuned_algo_name(nccl->algo)) + "/" + protocol_name(nccl->proto);
+  // The algorithms rdmalab runs that NCCL's model costs: Ring (ring; chain for broadcast and
+  // reduce) and Tree (all_reduce's double binary tree).
+  auto ours = [&](TunedAlgo a) -> std::optional<Algorithm> {
+    if (a == TunedAlgo::ring) return coll == Collective::broadcast || coll == Collective::reduce ? Algorithm::chain : Algorithm::ring;
+    if (a == TunedAlgo::tree && coll == Collective::all_reduce) return Algorithm::tree;
+    return std::nullopt;
+  };
+  const TuningCandidate* best = nullptr;
+  for (const auto& c : ch.table) {
+    const auto mine = ours(c.algo);
+    if (!c.enabled || !mine || (algo && *mine != *algo)) continue;
+    if (proto ? c.proto != *proto : !model_protocols && c.proto != Protocol::simple) continue;
+    if (!best || c.time_us < best->time_us) best = &c;
+  }
+  if (best) {
+    ch.algo = *ours(best->algo);
+    ch.proto = best->proto;
+  } else {
+    ch.algo = algo ? *algo : default_algorithm(coll, bytes, ranks);
+    ch.proto = proto ? *proto : Protocol::simple;
+  }
+  if (!model_protocols) ch.proto = Protocol::simple;
+  ch.costs = protocol_costs(ch.input, tuned_algo_of(ch.algo), ch.proto, coll);
+  return ch;
+}
+
 }  // namespace rdmalab::workloads

@@ -62,6 +62,12 @@ struct Plan {
   std::vector<SendOp> sends;   // issued in this order, per (peer, channel)
   std::vector<RecvOp> recvs;   // processed in this order, per (peer, channel)
   std::uint64_t in_bytes = 0, out_bytes = 0, scratch_bytes = 0;  // buffer sizes this plan needs
+  // The protocol it runs with (NCCL's LL, LL128, Simple; tuning.h): bytes per chunk (0: the
+  // engine's), and, where the backend models time, wire bytes per data byte and a step's latency
+  // (seconds) to a peer on the same node and on another: each data chunk reaches its peer no
+  // sooner than that after it is posted (SendWr::model_min_latency_s).
+  std::uint64_t chunk = 0;
+  double wire_factor = 1, step_latency_intra = 0, step_latency_inter = 0;
 };
 
 struct CollectiveArgs {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,7 +30,6 @@ double protocol_wire_factor(Protocol p) noexcept;
 // bytes = 600 KiB of lines, 562.5 KiB of data; Simple: 4 MiB / 8 = 512 KiB.
 std::uint64_t protocol_step_bytes(Protocol p) noexcept;
 
-enum class GpuGeneration { volta, ampere, hopper, blackwell };
 const char* gpu_generation_name(GpuGeneration g) noexcept;
 
 // NCCL's algorithms, in NCCL's order (which breaks ties: the first fastest wins).
@@ -87,5 +87,32 @@ struct TunedNode {
   bool nvls = false;
 };
 TuningInput graph_for(const TunedNode& node);
+TunedNode tuned_node(const NodeShape& shape, int ranks);
+
+// What a protocol costs a collective's transfers, as NCCL's model counts it for (algorithm,
+// protocol) on this node: the base latency, paid once per collective (launch, setup), and one
+// step's latency inside a node and between nodes (µs), each paid by every chunk at every hop.
+struct ProtocolCosts {
+  double base_us = 0, intra_step_us = 0, inter_step_us = 0;
+};
+ProtocolCosts protocol_costs(const TuningInput& in, TunedAlgo a, Protocol p, Collective coll);
+
+// The algorithm and protocol a collective runs (workload.algorithm / workload.protocol, auto:
+// NCCL's choice among what rdmalab runs). model_protocols: the backend models time, so LL and
+// LL128 have their effect; elsewhere the chunks move as they are (Simple) and only Simple is
+// chosen from.
+struct CollectiveChoice {
+  Algorithm algo = Algorithm::ring;
+  Protocol proto = Protocol::simple;
+  TuningInput input;
+  std::vector<TuningCandidate> table;  // NCCL's candidates for the size (empty: not tuned)
+  std::string nccl;                    // what NCCL's model itself would pick ("Ring/LL128"), if tuned
+  ProtocolCosts costs;
+};
+CollectiveChoice choose_collective(Collective c, std::uint64_t bytes, int ranks, const NodeShape& shape, bool model_protocols,
+                                   std::optional<Algorithm> algo, std::optional<Protocol> proto);
+// The NCCL algorithm an rdmalab algorithm is (ring and chain: Ring, tree: Tree); the others are
+// not NCCL's and are costed as rings.
+TunedAlgo tuned_algo_of(Algorithm a) noexcept;
 
 }  // namespace rdmalab::workloads
