@@ -181,6 +181,31 @@ void print_table(const std::vector<ResultRow>& rows) {
   }
 }
 
+// --explain: NCCL's tuning model's candidates for each collective size (notes.tuning), and what
+// ran. One block per size (the in-place row repeats the out-of-place one's choice).
+void print_explanation(const std::vector<ResultRow>& rows) {
+  bool any = false;
+  for (const auto& r : rows) {
+    if (!is_collective_row(r) || note(r, "placement") == "in-place") continue;
+    const std::string t = note(r, "tuning");
+    if (!any) fmt::print("\n# NCCL's tuning model (NCCL 2.30 src/graph/tuning.cc; docs/collectives.md), per size:\n");
+    any = true;
+    if (t.empty()) {
+      fmt::print("# {} {} B: not tuned by NCCL (point to point); ran {}\n", r.workload, r.bytes, algorithm_text(r));
+      continue;
+    }
+    fmt::print("# {} {} B on {} ranks: ran {}; NCCL's model picks {}\n", r.workload, r.bytes, r.ranks, algorithm_text(r), note(r, "nccl_choice"));
+    std::size_t from = 0;
+    while (from < t.size()) {
+      std::size_t to = t.find("; ", from);
+      if (to == std::string::npos) to = t.size();
+      fmt::print("#   {}\n", t.substr(from, to - from));
+      from = to + 2;
+    }
+  }
+  if (!any) fmt::print("\n# --explain: no collective in this run, so no tuning to explain\n");
+}
+
 struct RunArgs {
   std::string scenario;
   std::string backend;
@@ -192,6 +217,7 @@ struct RunArgs {
   int size = -1;
   std::string token;
   bool quiet = false;
+  bool explain = false;
 };
 
 Result<Scenario> load(const std::string& path, const std::vector<std::string>& sets) {
@@ -328,6 +354,7 @@ int cmd_run(RunArgs a) {
   RunOutcome out = run_scenario(*sc, **backend, options);
   const int stopped_by = g_stop_signal;
   print_table(out.rows);
+  if (a.explain) print_explanation(out.rows);
   if (!a.json.empty()) {
     RunInfo info;
     info.scenario = a.scenario;
@@ -491,6 +518,9 @@ int main(int argc, char** argv) {
   run->add_option("--token", run_args.token, "run token every rank must share (with --bootstrap; or RDMALAB_TOKEN)");
   run->add_option("--record", run_args.record, "write the run's topology and throughput samples to this file (docs/record.md)");
   run->add_flag("--quiet", run_args.quiet, "print only the result table, no progress");
+  run->add_flag("--explain", run_args.explain,
+                "after the table: for each collective size, every (algorithm, protocol) NCCL's tuning model considered, its predicted time, "
+                "and what was run");
 
   std::string val_path, val_backend;
   std::vector<std::string> val_sets;

@@ -75,6 +75,11 @@ void add_fabric_keys(Schema& s) {
   s.add("fabric.node.gpu.memory_bandwidth", T::bandwidth, "",
         "a GPU's memory bandwidth: collectives' copies and reductions in GPU memory take bytes touched / this (a reduction touches 3 "
         "bytes per byte: two read, one written); unset: they take no simulated time", 1, 1e15);
+  s.add("fabric.node.nvswitch.reduce", T::boolean, "false",
+        "the NVSwitch reduces (NVLink SHARP, NCCL's NVLS: H100/H200-class NVSwitch); needs fabric.node.nvlink.bandwidth", 0, 1);
+  s.add("fabric.node.nvswitch.reduce_bandwidth", T::bandwidth, "",
+        "bytes of input the NVSwitch reduces per second, shared by the node's reductions; unset: not limiting (the GPUs' NVLink is)", 1,
+        1e15);
   s.add("fabric.node.staging_overhead", T::time, "4us",
         "per message and side on the staged path: launching and waiting for a cudaMemcpyAsync", 0, 1);
   s.add("fabric.node.gpudirect", T::boolean, "true",
@@ -134,7 +139,9 @@ void add_presets(Schema& s) {
                  {"fabric.node.nvlink.efficiency", "0.824"},
                  {"fabric.node.gpu.memory_bandwidth", "3.35TB/s"},  // H100 SXM5 HBM3 (datasheet)
                  {"fabric.gpu.generation", "hopper"},
-                 {"fabric.cpu.vendor", "intel"}}}));
+                 {"fabric.cpu.vendor", "intel"},
+                 // Third-generation NVSwitch: NVLink SHARP in-network reductions (DGX H100 brief).
+                 {"fabric.node.nvswitch.reduce", "true"}}}));
 }
 
 
@@ -174,10 +181,18 @@ Status check_fabric(const Scenario& sc) {
   }
   const std::string topo = sc.get_string("fabric.topology");
   const std::int64_t nodes = sc.get_int("fabric.nodes");
+  if (sc.get_string("workload.algorithm") == "nvls" &&
+      (sc.get_string("fabric.node.model") != "pcie" || topo == "rail_optimized" || !sc.get_bool("fabric.node.nvswitch.reduce")))
+    return sc.error("workload.algorithm", "nvls needs a node whose NVSwitch reduces: fabric.node.model: pcie with NVLink and "
+                                          "fabric.node.nvswitch.reduce: true (the cx7-ndr-h100 preset has them)");
   if (sc.get_time("fabric.switch.latency") > 0 && topo != "star" && topo != "fat_tree" && topo != "rail_optimized")
     return sc.error("fabric.switch.latency",
                     fmt::format("is modelled on star, fat_tree and rail_optimized; a {} {}: fold the switches' latency into "
                                 "fabric.link.latency", topo, topo == "full" ? "joins nodes by direct cables" : "routes through SimGrid's own routers"));
+  if (sc.get_bool("fabric.node.nvswitch.reduce") && !sc.has("fabric.node.nvlink.bandwidth"))
+    return sc.error("fabric.node.nvswitch.reduce", "an NVSwitch reduces what NVLink brings it: set fabric.node.nvlink.bandwidth (or a fabric.preset) too");
+  if (sc.has("fabric.node.nvswitch.reduce_bandwidth") && !sc.get_bool("fabric.node.nvswitch.reduce"))
+    return sc.error("fabric.node.nvswitch.reduce_bandwidth", "applies to a switch that reduces: set fabric.node.nvswitch.reduce: true too");
   if (sc.get_number("fabric.node.nvlink.efficiency") != 1 && !sc.has("fabric.node.nvlink.bandwidth"))
     return sc.error("fabric.node.nvlink.efficiency", "applies to NVLink: set fabric.node.nvlink.bandwidth (or a fabric.preset) too");
   if (topo == "fat_tree") {
@@ -333,6 +348,8 @@ FabricModel read_model(const Scenario& sc) {
     nm.memory_bw = sc.get_bandwidth("fabric.node.memory.bandwidth");
     nm.nvlink_bw = sc.has("fabric.node.nvlink.bandwidth") ? sc.get_bandwidth("fabric.node.nvlink.bandwidth") * nvlink_eff : 0;
     nm.staging_overhead = sc.get_time("fabric.node.staging_overhead");
+    nm.nvswitch_reduce = nm.nvlink_bw > 0 && sc.get_bool("fabric.node.nvswitch.reduce");
+    nm.nvswitch_reduce_bw = sc.has("fabric.node.nvswitch.reduce_bandwidth") ? sc.get_bandwidth("fabric.node.nvswitch.reduce_bandwidth") : 0;
     nm.gpudirect = sc.get_bool("fabric.node.gpudirect");
   }
   if (!m.alpha_beta) {
@@ -400,6 +417,10 @@ class NodeBuilder {
     gpu_pcie_ = gpu_pcie, nic_pcie_ = nic_pcie, uplink_ = uplink, dram_ = dram, nvlink_ = nvlink;
 
     auto* gw = zone->create_router(fmt::format("{}-gateway", n));
+    // NVLink SHARP: the switch as an endpoint, one NVLink from each GPU (its speed: the reduction rate).
+    sg4::Host* nvswitch = nullptr;
+    if (nm_.nvswitch_reduce && !nvlink.empty())
+      nvswitch = zone->create_host(fmt::format("{}-nvswitch", n), nm_.nvswitch_reduce_bw > 0 ? nm_.nvswitch_reduce_bw : 1e15)->seal();
     struct Ep {
       sg4::Host* host;
       int gpu;
@@ -412,7 +433,14 @@ class NodeBuilder {
       e.staged = zone->create_host(fmt::format("{}-gpu{}-staged", n, g), 1e12)->seal();
       e.host = zone->create_host(fmt::format("{}-gpu{}-host", n, g), 1e12)->seal();
       const std::size_t rank = id * static_cast<std::size_t>(nm_.gpus) + static_cast<std::size_t>(g);
+      e.nvswitch = nvswitch;
       if (rank < out.size()) out[rank] = e;
+      if (nvswitch) {
+        zone->add_route(e.gpu->get_netpoint(), nvswitch->get_netpoint(), nullptr, nullptr,
+                        {sg4::LinkInRoute(nvlink[static_cast<std::size_t>(g)], sg4::LinkInRoute::Direction::UP)}, false);
+        zone->add_route(nvswitch->get_netpoint(), e.gpu->get_netpoint(), nullptr, nullptr,
+                        {sg4::LinkInRoute(nvlink[static_cast<std::size_t>(g)], sg4::LinkInRoute::Direction::DOWN)}, false);
+      }
       eps.push_back({e.gpu, g, 0});
       eps.push_back({e.staged, g, 1});
       eps.push_back({e.host, g, 2});

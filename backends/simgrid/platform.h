@@ -37,6 +37,8 @@ struct NodeModel {
   double memory_bw = 0;                  // host memory per socket, each direction
   double nvlink_bw = 0;                  // GPU to GPU in a node (NVSwitch), each direction, as NCCL moves data; 0 = over PCIe
   double gpu_memory_bw = 0;              // a GPU's memory, for copies and reductions; 0 = not modelled
+  bool nvswitch_reduce = false;          // the NVSwitch reduces (NVLink SHARP, NCCL's NVLS)
+  double nvswitch_reduce_bw = 0;         // bytes it reduces per second (inputs); 0 = not limiting
   double staging_overhead = 0;           // per message and side on the staged path (cudaMemcpyAsync)
   bool gpudirect = true;                 // the NIC can reach GPU memory (dmabuf or peermem)
   int socket_of_switch(int s) const { return switch_socket[static_cast<std::size_t>(s)]; }
@@ -49,6 +51,9 @@ struct RankEndpoints {
   simgrid::s4u::Host* gpu = nullptr;
   simgrid::s4u::Host* staged = nullptr;
   simgrid::s4u::Host* host = nullptr;
+  // The node's NVSwitch as an endpoint, where it reduces (NodeModel::nvswitch_reduce): reached
+  // from `gpu` over that GPU's NVLink alone; its speed is the switch's reduction rate.
+  simgrid::s4u::Host* nvswitch = nullptr;
 };
 
 // rail_optimized: GPU g of every node uses NIC g, cabled to rail leaf g; leaves joined by spines;
@@ -78,6 +83,7 @@ struct FabricModel {
   NodeShape shape() const {
     NodeShape s;
     s.gpu_memory_bw = node.gpu_memory_bw;
+    s.protocol_costs = !alpha_beta;
     if (rail.gpus > 0) {
       s.ranks_per_node = s.nics = rail.gpus;
       s.intra_bw = rail.nvlink_bw;
@@ -87,6 +93,7 @@ struct FabricModel {
       s.nics = node.nics;
       s.nvlink = node.nvlink_bw > 0;
       s.intra_bw = s.nvlink ? node.nvlink_bw : node.pcie_bw;
+      s.nvls = node.nvswitch_reduce;
     }
     return s;
   }

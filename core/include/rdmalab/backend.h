@@ -43,6 +43,10 @@ struct NodeShape {
   GpuGeneration gpu = GpuGeneration::hopper;
   bool amd_cpu = false;
   bool nvls = false;
+  // The backend models NCCL's protocol costs (framing, step and base latencies: tuning.h) — a
+  // model of time that includes the software (SimGrid's calibrated model; not alpha_beta, which
+  // is the links alone, nor real hardware, where they are real).
+  bool protocol_costs = false;
 };
 
 // Everything one rank's code may use.

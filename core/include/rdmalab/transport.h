@@ -46,6 +46,8 @@ struct Capabilities {
   // GPU memory is modelled, not real (SimGrid): workloads allocate it from
   // modelled_gpu_memory() and need no GPU (see memory_for in backend.h).
   bool models_gpu_memory = false;
+  // An NVSwitch that reduces (NVLink SHARP) can be modelled: Device::switch_collective.
+  bool switch_reduction = false;
 };
 
 // Memory access rights, combined with |. Local read is always granted.
@@ -294,6 +296,25 @@ class ProtectionDomain {
 };
 
 // An opened device (verbs' context). One per rank.
+// A collective the NVSwitch of a node does itself (NVLink SHARP, NCCL's NVLS), on a backend
+// that models one (Capabilities::switch_reduction). Every rank of the node calls it, with its
+// part (all the ranks of the run: one node). all_reduce: each rank's `bytes` go up to the switch,
+// which reduces them; each rank fetches the reduced shard it owns (bytes / ranks) and stores it
+// back once, and the switch multicasts it to every rank (NCCL's multimem.ld_reduce and
+// multimem.st). reduce_scatter: the first half; all_gather (`bytes` = the whole output): the
+// second. With `real`, the bytes themselves are reduced and delivered (host_reduce's arithmetic).
+struct SwitchCollective {
+  enum class Kind : std::uint8_t { all_reduce, reduce_scatter, all_gather } kind = Kind::all_reduce;
+  std::uint64_t bytes = 0;   // all_reduce, reduce_scatter: the input; all_gather: the output
+  std::uint64_t chunk = 0;   // bytes per pipelined chunk of a shard
+  const void* in = nullptr;  // all_gather: this rank's shard (bytes / ranks)
+  void* out = nullptr;       // reduce_scatter: this rank's shard
+  bool real = true;          // the buffers hold bytes (false: phantom payload)
+  std::uint8_t dtype = 0, op = 0;  // DataType, ReduceOp (reduce.h)
+  double wire_factor = 1;    // wire bytes per data byte on NVLink (NVLS's efficiency)
+  double latency_s = 0;      // paid once per call (NCCL's NVLS latency)
+};
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -302,6 +323,10 @@ class Device {
   virtual Result<std::unique_ptr<ProtectionDomain>> alloc_pd() = 0;
   // Errors: invalid_argument (0 entries or over caps().max_cq_entries).
   virtual Result<std::unique_ptr<CompletionQueue>> create_cq(std::uint32_t entries) = 0;
+  // Errors: not_supported where no switch reduces (the default).
+  virtual Status switch_collective(const SwitchCollective&) {
+    return Status(Errc::not_supported, "no NVSwitch that reduces (NVLink SHARP) here: it is modelled on simgrid only");
+  }
 };
 
 }  // namespace rdmalab

@@ -29,15 +29,16 @@ const char* algorithm_name(Algorithm a) noexcept {
     case Algorithm::chain: return "chain";
     case Algorithm::binomial: return "binomial";
     case Algorithm::pairwise: return "pairwise";
+    case Algorithm::nvls: return "nvls";
   }
   return "?";
 }
 
 std::vector<Algorithm> algorithms_for(Collective c) {
   switch (c) {
-    case Collective::all_reduce: return {Algorithm::ring, Algorithm::tree, Algorithm::rhd};
+    case Collective::all_reduce: return {Algorithm::ring, Algorithm::tree, Algorithm::rhd, Algorithm::nvls};
     case Collective::all_gather:
-    case Collective::reduce_scatter: return {Algorithm::ring};
+    case Collective::reduce_scatter: return {Algorithm::ring, Algorithm::nvls};
     case Collective::broadcast:
     case Collective::reduce: return {Algorithm::chain, Algorithm::binomial};
     case Collective::all_to_all:
@@ -503,6 +504,12 @@ Plan build_plan(const CollectiveArgs& a) {
   const std::uint64_t n = a.count * a.elem;
   const auto p = static_cast<std::uint64_t>(a.ranks);
   Plan plan;
+  if (a.algo == Algorithm::nvls) {  // the switch moves the data (Device::switch_collective): buffers only
+    plan.in_bytes = a.coll == Collective::all_gather ? n / p : n;
+    plan.out_bytes = a.coll == Collective::reduce_scatter && !a.in_place ? n / p : n;
+    if (a.in_place) plan.in_bytes = 0;
+    return plan;
+  }
   switch (a.coll) {
     case Collective::all_reduce:
       plan = a.algo == Algorithm::tree ? all_reduce_tree(b) : a.algo == Algorithm::rhd ? all_reduce_rhd(b) : all_reduce_ring(b);

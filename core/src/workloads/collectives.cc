@@ -54,7 +54,7 @@ bool has_in_place(Collective c) { return c != Collective::all_to_all && c != Col
 bool has_root(Collective c) { return c == Collective::broadcast || c == Collective::reduce; }
 
 std::optional<Algorithm> parse_algorithm(const std::string& s) {
-  for (Algorithm a : {Algorithm::ring, Algorithm::tree, Algorithm::rhd, Algorithm::chain, Algorithm::binomial, Algorithm::pairwise})
+  for (Algorithm a : {Algorithm::ring, Algorithm::tree, Algorithm::rhd, Algorithm::chain, Algorithm::binomial, Algorithm::pairwise, Algorithm::nvls})
     if (s == algorithm_name(a)) return a;
   return std::nullopt;
 }
@@ -231,12 +231,14 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
   std::vector<SizePlan> sizes;
   std::vector<Plan> all;
   const int channels = p.channels ? *p.channels : auto_channels(env.size, env.shape.ranks_per_node, env.shape.nics);
-  const bool models_time = env.dev.caps().models_time;
+  // Where NCCL's protocol costs are modelled (NodeShape::protocol_costs); elsewhere the chunks
+  // move as they are (Simple).
+  const bool modelled = env.dev.caps().models_time && env.shape.protocol_costs;
   for (std::uint64_t req : p.sizes) {
     SizePlan s;
     s.count = count_for(req, coll, p.dtype, env.size);
     s.bytes = s.count * es;
-    s.choice = choose_collective(coll, s.bytes, env.size, env.shape, models_time, p.algo, p.proto);
+    s.choice = choose_collective(coll, s.bytes, env.size, env.shape, modelled, p.algo, p.proto);
     s.algo = s.choice.algo;
     CollectiveArgs a{coll, s.algo, env.rank, env.size, p.root, s.count, es, false};
     a.channels = uses_channels(coll, s.algo) ? channels : 1;
@@ -247,7 +249,7 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
     auto with_protocol = [&](Plan pl) {
       const std::uint64_t step = p.chunk_set ? p.chunk : protocol_step_bytes(s.choice.proto);
       pl.chunk = std::max<std::uint64_t>(step / es * es, es);
-      if (models_time) {
+      if (modelled) {
         pl.wire_factor = protocol_wire_factor(s.choice.proto);
         pl.step_latency_intra = s.choice.costs.intra_step_us * 1e-6;
         pl.step_latency_inter = s.choice.costs.inter_step_us * 1e-6;
@@ -273,6 +275,31 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
   CollectiveEngine eng(env, cfg);
   RDMALAB_TRY(eng.setup(all));
 
+  // NVLS: the node's NVSwitch moves and reduces the data (Device::switch_collective), with the
+  // buffers where nccl-tests has them.
+  auto switch_run = [&](const SizePlan& s, bool in_place) -> Status {
+    SwitchCollective sw;
+    const std::uint64_t shard = s.bytes / static_cast<std::uint64_t>(env.size);
+    const std::uint64_t me = static_cast<std::uint64_t>(env.rank) * shard;
+    auto* out = static_cast<std::uint8_t*>(eng.out().data());
+    const auto* in = static_cast<const std::uint8_t*>(in_place ? eng.out().data() : eng.in().data());
+    sw.kind = coll == Collective::all_reduce       ? SwitchCollective::Kind::all_reduce
+              : coll == Collective::reduce_scatter ? SwitchCollective::Kind::reduce_scatter
+                                                   : SwitchCollective::Kind::all_gather;
+    sw.bytes = s.bytes;
+    sw.in = coll == Collective::all_gather && in_place ? in + me : in;
+    sw.out = coll == Collective::reduce_scatter && in_place ? out + me : out;
+    sw.chunk = p.chunk_set ? p.chunk : protocol_step_bytes(Protocol::simple);
+    sw.real = !p.phantom;
+    sw.dtype = static_cast<std::uint8_t>(p.dtype);
+    sw.op = static_cast<std::uint8_t>(p.op);
+    if (modelled) {
+      sw.wire_factor = nvls_wire_factor(env.shape.gpu);
+      sw.latency_s = s.choice.costs.base_us * 1e-6 + s.choice.costs.intra_step_us * 1e-6;
+    }
+    return env.dev.switch_collective(sw);
+  };
+
   auto load_inputs = [&](const SizePlan& s, bool in_place) -> Status {
     auto v = make_input(p, env.size, env.rank, per_rank_blocks(coll) && coll == Collective::all_gather ? s.count / static_cast<std::uint64_t>(env.size) : s.count);
     if (v.empty()) return Status::ok();
@@ -290,8 +317,9 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
       if (!p.phantom) RDMALAB_TRY(load_inputs(s, in_place));
       RDMALAB_TRY(env.boot.barrier());
       // NCCL's base latency (launch and set-up), once per collective, where time is modelled.
-      const double base = models_time ? s.choice.costs.base_us * 1e-6 : 0;
+      const double base = modelled ? s.choice.costs.base_us * 1e-6 : 0;
       auto once = [&]() -> Status {
+        if (s.algo == Algorithm::nvls) return switch_run(s, in_place);
         if (base > 0) env.rt.compute(base);
         return eng.execute(plan);
       };
@@ -303,9 +331,12 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
       // The check run: fresh inputs, one more execution, every element compared.
       std::uint64_t wrong = 0;
       if (p.verify) {
+        // Out of place, the output is cleared first, so what the timed runs left there cannot pass
+        // for the check run's result.
+        if (!in_place) RDMALAB_TRY(eng.mem().clear(eng.out(), 0, eng.out().size()));
         RDMALAB_TRY(load_inputs(s, in_place));
         RDMALAB_TRY(env.boot.barrier());
-        RDMALAB_TRY(eng.execute(plan));
+        RDMALAB_TRY(once());
         auto expect = expected_output(p, env.size, env.rank, s.count);
         if (!expect.empty()) {
           std::vector<std::uint8_t> got(expect.size());
@@ -345,8 +376,8 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
       row.notes["algorithm"] = algorithm_name(s.algo);
       row.notes["channels"] = std::to_string(s.channels);
       row.notes["protocol"] = protocol_name(s.choice.proto);
-      if (!models_time && p.proto && *p.proto != Protocol::simple)
-        row.notes["protocol"] = fmt::format("Simple ({} is modelled on simgrid only)", protocol_name(*p.proto));
+      if (!modelled && p.proto && *p.proto != Protocol::simple)
+        row.notes["protocol"] = fmt::format("Simple ({}'s costs are modelled by simgrid's calibrated model only)", protocol_name(*p.proto));
       if (!s.choice.table.empty()) {
         row.notes["tuning"] = tuning_text(s.choice);
         row.notes["nccl_choice"] = s.choice.nccl;
@@ -380,6 +411,17 @@ Status check_collective(const Scenario& sc, const Capabilities& caps, int ranks,
       for (auto o : offered) list += std::string(", ") + algorithm_name(o);
       return sc.error("workload.algorithm", fmt::format("{} has no algorithm '{}'; allowed: {}", name, alg, list));
     }
+  }
+  if (alg == "nvls") {
+    if (!caps.switch_reduction)
+      return sc.error("workload.algorithm", "nvls (NVLink SHARP: the NVSwitch reduces) is modelled on simgrid only; this backend has no switch "
+                                            "that reduces: use ring or tree here");
+    if (sc.get_int("fabric.nodes") != 1)
+      return sc.error("workload.algorithm", fmt::format("nvls runs inside one node's NVSwitch, and this run spans {} nodes (NCCL's NVLS "
+                                                        "across nodes needs CollNet, and NVLS-tree is not modelled yet): use ring or tree",
+                                                        sc.get_int("fabric.nodes")));
+    if (sc.is_set("workload.protocol") && sc.get_string("workload.protocol") != "simple" && sc.get_string("workload.protocol") != "auto")
+      return sc.error("workload.protocol", "nvls runs the Simple protocol only (as in NCCL): use simple or auto");
   }
   const DataType dt = *parse_dtype(sc.get_string("workload.dtype"));
   const std::size_t es = dtype_size(dt);

@@ -265,7 +265,7 @@ Result<int> CollectiveEngine::begin(Plan plan) {
     auto lc = last_in_chan.find(s.chan);
     if (lc != last_in_chan.end()) e->prev_in_chan[i] = lc->second;
     last_in_chan[s.chan] = static_cast<int>(i);
-    e->sends_to_issue += nchunks(s.len, chunk_of(e->plan));
+    e->sends_to_issue += nchunks(s.len, chunk_of(plan));
   }
   for (std::size_t i = 0; i < plan.recvs.size(); ++i) {
     const RecvOp& r = plan.recvs[i];
@@ -273,7 +273,7 @@ Result<int> CollectiveEngine::begin(Plan plan) {
     if (it == conn_index_.end() || conns_[it->second]->slots_in == 0)
       return Status(Errc::internal, fmt::format("rank {}: a plan receives from rank {} channel {}, which setup() did not prepare", env_.rank, r.peer, r.chan));
     conns_[it->second]->recv_q.emplace_back(id, static_cast<int>(i));
-    e->recv_chunks_left += nchunks(r.len, chunk_of(e->plan));
+    e->recv_chunks_left += nchunks(r.len, chunk_of(plan));
   }
   e->plan = std::move(plan);
   execs_[id] = std::move(e);

@@ -258,11 +258,21 @@ TuningInput graph_for(const TunedNode& node) {
   }
   in.ring = g;
   in.tree = g;
-  // NVLS: NCCL_NVLS_NCHANNELS (16 on Hopper) channels sharing the GPU's NVLink.
-  if (in.nvls_support) {
-    in.nvls = g;
-    in.nvls.channels = 16;
-    in.nvls.bw_intra = in.nvls.bw_inter = intra / 16;
+  // NVLS on one node (src/graph/search.cc): one channel per GPU ("pull evenly from all GPUs"), at
+  // the highest speed of NCCL's list whose channels fit the GPU's NVLink (raised by ranks/(ranks-1)
+  // for patterns other than the ring); the second pass then raises bwInter one speed.
+  if (in.nvls_support && rpn > 1) {
+    static constexpr double kSm90[] = {60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0};
+    static constexpr double kSm100[] = {90.0, 80.0, 70.0, 60.0, 50.0, 45.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0};
+    const bool bw = node.gen == GpuGeneration::blackwell;
+    const double* speeds = bw ? kSm100 : kSm90;
+    const int n = bw ? 12 : 11;
+    int i = 0;
+    while (i < n - 1 && speeds[i] * rpn > intra * rpn / (rpn - 1)) ++i;
+    in.nvls.nvlink = true;
+    in.nvls.channels = std::min(32, rpn);
+    in.nvls.bw_intra = speeds[i];
+    in.nvls.bw_inter = i > 0 && speeds[i - 1] < 2 * speeds[i] ? speeds[i - 1] : speeds[i];
   }
   return in;
 }
@@ -281,7 +291,14 @@ TunedNode tuned_node(const NodeShape& shape, int ranks) {
   return n;
 }
 
-TunedAlgo tuned_algo_of(Algorithm a) noexcept { return a == Algorithm::tree ? TunedAlgo::tree : TunedAlgo::ring; }
+TunedAlgo tuned_algo_of(Algorithm a) noexcept {
+  return a == Algorithm::tree ? TunedAlgo::tree : a == Algorithm::nvls ? TunedAlgo::nvls : TunedAlgo::ring;
+}
+
+double nvls_wire_factor(GpuGeneration g) noexcept {
+  const double e = kNvlsEfficiency[idx(g)];
+  return e > 0 ? 1.0 / e : 1.0;
+}
 
 ProtocolCosts protocol_costs(const TuningInput& in, TunedAlgo a, Protocol p, Collective coll) {
   ProtocolCosts c;
@@ -289,7 +306,7 @@ ProtocolCosts protocol_costs(const TuningInput& in, TunedAlgo a, Protocol p, Col
   const TuningGraph& g = graph_of(in, a);
   const int nodes = std::max(1, in.nodes);
   const bool single_gpu_nodes = in.ranks == nodes;
-  c.base_us = kBaseLat[ai][pi];
+  c.base_us = kBaseLat[ai][pi];  // 0 for NVLS: its latency is the one intra-node step below
   c.intra_step_us = kHwLat[g.nvlink ? kNvlink : kPci][ai][pi];
   c.inter_step_us = (single_gpu_nodes ? kHwLat[kNet][idx(TunedAlgo::tree)][pi] : kHwLat[kNet][ai][pi]) + g.latency_inter +
                     (p == Protocol::simple ? g.latency_inter : 0);
@@ -311,6 +328,7 @@ CollectiveChoice choose_collective(Collective coll, std::uint64_t bytes, int ran
   auto ours = [&](TunedAlgo a) -> std::optional<Algorithm> {
     if (a == TunedAlgo::ring) return coll == Collective::broadcast || coll == Collective::reduce ? Algorithm::chain : Algorithm::ring;
     if (a == TunedAlgo::tree && coll == Collective::all_reduce) return Algorithm::tree;
+    if (a == TunedAlgo::nvls && coll != Collective::broadcast && coll != Collective::reduce) return Algorithm::nvls;
     return std::nullopt;
   };
   const TuningCandidate* best = nullptr;

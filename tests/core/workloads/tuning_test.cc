@@ -194,6 +194,34 @@ TEST(NcclTuning, AllGatherAndBroadcastOnOneH100Node) {
   EXPECT_TRUE(tuning_table(in, Collective::all_to_all, 4096).empty());
 }
 
+// The same H100 node whose NVSwitch reduces: NCCL's NVLS graph has 8 channels (one per GPU) at
+// 50 GB/s (8 × 60 > 370.8 × 8/7 ≥ 8 × 50), bwInter raised to 60 by the second pass. NVLS:
+// min(50 × .85 × 7/8 × 2, 60) = 60 per channel, 8 × 60 × 8/14 = 274.3 GB/s of algorithm bandwidth
+// (busbw 480, what NCCL measures, nccl-tests #212), latency 25 µs (NVLink's NVLS step).
+TEST(NcclTuning, NvlsOnOneH100Node) {
+  TunedNode node{8, 8, 8, 370.8e9, 50e9, true, GpuGeneration::hopper, false, true};
+  const auto in = graph_for(node);
+  EXPECT_EQ(in.nvls.channels, 8);
+  EXPECT_EQ(in.nvls.bw_intra, 50.0);
+  EXPECT_EQ(in.nvls.bw_inter, 60.0);
+  const std::vector<Expect> e = {
+      {TunedAlgo::nvls, Protocol::simple, 25.0, 8 * 60.0 * 8 / 14},
+      {TunedAlgo::ring, Protocol::ll, 15.0, 141.0 * 8 / 14},
+  };
+  // 1 MiB: ring LL 15 + 13.01 = 28.01; NVLS 25 + 3.82 = 28.82.
+  check(in, Collective::all_reduce, 1 << 20, e, TunedAlgo::ring, Protocol::ll);
+  // 4 MiB: NVLS 25 + 15.3 = 40.3; ring LL128 62.1.
+  check(in, Collective::all_reduce, 4u << 20, e, TunedAlgo::nvls, Protocol::simple);
+  check(in, Collective::all_reduce, 1u << 30, e, TunedAlgo::nvls, Protocol::simple);
+  // reduce_scatter: min(50 × .85 × 7/8 × 7/8, 60) × 8 = 260.3 GB/s, not converted (NVLS is not a
+  // ring); 25 µs.
+  const std::vector<Expect> rs = {{TunedAlgo::nvls, Protocol::simple, 25.0, 8 * 50 * .85 * 7 / 8 * 7 / 8}};
+  check(in, Collective::reduce_scatter, 1u << 30, rs, TunedAlgo::ring, Protocol::simple);  // ring 423.8 beats it
+  // Two nodes: NVLS needs CollNet there; it is listed, off.
+  TunedNode two{16, 8, 8, 370.8e9, 50e9, true, GpuGeneration::hopper, false, true};
+  for (const auto& c : tuning_table(graph_for(two), Collective::all_reduce, 1u << 30)) EXPECT_FALSE(c.algo == TunedAlgo::nvls && c.enabled);
+}
+
 TEST(NcclTuning, ProtocolsCarryTheirFraming) {
   EXPECT_EQ(protocol_wire_factor(Protocol::ll), 2.0);
   EXPECT_DOUBLE_EQ(protocol_wire_factor(Protocol::ll128), 128.0 / 120.0);

@@ -20,7 +20,8 @@ namespace rdmalab::workloads {
 void register_collectives(WorkloadRegistry& registry);
 
 enum class Collective { all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all, sendrecv };
-enum class Algorithm { ring, tree, rhd, chain, binomial, pairwise };
+// nvls: NVLink SHARP, the node's NVSwitch reduces (Device::switch_collective; one node, SimGrid).
+enum class Algorithm { ring, tree, rhd, chain, binomial, pairwise, nvls };
 const char* collective_name(Collective c) noexcept;
 const char* algorithm_name(Algorithm a) noexcept;
 

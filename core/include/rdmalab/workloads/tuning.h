@@ -22,6 +22,11 @@ namespace rdmalab::workloads {
 enum class Protocol { ll, ll128, simple };
 const char* protocol_name(Protocol p) noexcept;  // "LL", "LL128", "Simple" (NCCL's spelling)
 
+// NVLS moves data on NVLink with multimem loads and stores, which reach nvlsEfficiency of what
+// NCCL's ring kernels reach there (src/graph/tuning.cc: Hopper 0.85, Blackwell 0.74): the wire
+// bytes per data byte are its inverse.
+double nvls_wire_factor(GpuGeneration g) noexcept;
+
 // Wire bytes per data byte: LL 2 (src/include/device.h, union ncclLLFifoLine), LL128 16/15
 // (NCCL_LL128_LINEELEMS 16 eight-byte words of which NCCL_LL128_DATAELEMS 15 carry data), Simple 1.
 double protocol_wire_factor(Protocol p) noexcept;
@@ -111,8 +116,8 @@ struct CollectiveChoice {
 };
 CollectiveChoice choose_collective(Collective c, std::uint64_t bytes, int ranks, const NodeShape& shape, bool model_protocols,
                                    std::optional<Algorithm> algo, std::optional<Protocol> proto);
-// The NCCL algorithm an rdmalab algorithm is (ring and chain: Ring, tree: Tree); the others are
-// not NCCL's and are costed as rings.
+// The NCCL algorithm an rdmalab algorithm is (ring and chain: Ring, tree: Tree, nvls: NVLS); the
+// others are not NCCL's and are costed as rings.
 TunedAlgo tuned_algo_of(Algorithm a) noexcept;
 
 }  // namespace rdmalab::workloads

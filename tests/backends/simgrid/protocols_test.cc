@@ -1,0 +1,143 @@
+// NCCL's protocols and NVLink SHARP on the SimGrid model (docs/collectives.md): each mechanism's
+// effect against its own formula, the choice `auto` makes, exact bytes through the NVSwitch, and
+// the refusals where a mechanism does not exist.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+#include "backends.h"
+#include "rdmalab/run.h"
+#include "rdmalab/workloads/tuning.h"
+
+namespace rdmalab {
+namespace {
+
+RunOutcome run(const std::string& backend, const std::string& yaml, std::vector<std::string> sets) {
+  auto sc = parse_scenario(yaml, "t.yaml", sets, full_schema(all_backends()));
+  EXPECT_TRUE(sc.is_ok()) << sc.status().message();
+  if (!sc) return RunOutcome{sc.status(), {}, 0};
+  auto be = all_backends().make(backend);
+  EXPECT_TRUE(be.is_ok());
+  return run_scenario(*sc, **be);
+}
+
+bool have_simgrid() {
+  auto be = all_backends().make("simgrid");
+  return be && (*be)->availability().usable;
+}
+
+// One DGX H100-class node (18 NVLink 4 links, NCCL's 20.6 GB/s each = 370.8 GB/s per GPU).
+const char* kH100Node = "name: t\nbackend: simgrid\nfabric: { topology: star, nodes: 1, preset: cx7-ndr-h100 }\n"
+                        "workload: { type: all_reduce, memory: cuda, placement: out_of_place, iterations: 1, warmup: 0 }\n";
+
+double busbw(const ResultRow& r) { return r.extra.at("busbw_gbps"); }
+
+TEST(Protocols, LlHalvesTheBandwidthAndLl128TakesItsFraming) {
+  if (!have_simgrid()) GTEST_SKIP() << "needs the SimGrid backend";
+  // A 256 MiB ring on one node is bandwidth-bound: LL's lines carry 4 data bytes in 8, LL128's
+  // 120 in 128 (the flags), so the busbw falls to 15/16 of Simple's for LL128 and to at most half
+  // for LL, whose 8 steps of 32 KiB in flight do not quite cover a step's latency either (0.42 of
+  // Simple here; NCCL's own model caps LL at 141 GB/s on one Hopper node, 0.38 of Simple's).
+  std::map<std::string, double> bw;
+  for (const char* proto : {"simple", "ll", "ll128"}) {
+    auto out = run("simgrid", kH100Node, {"workload.algorithm=ring", std::string("workload.protocol=") + proto, "workload.size=256MiB",
+                                          "workload.payload=phantom"});
+    ASSERT_TRUE(out.status.is_ok()) << out.status.to_string();
+    ASSERT_EQ(out.rows.size(), 1u);
+    bw[proto] = busbw(out.rows[0]);
+    EXPECT_EQ(out.rows[0].notes.at("protocol"), proto == std::string("simple") ? "Simple" : proto == std::string("ll") ? "LL" : "LL128");
+  }
+  EXPECT_LE(bw["ll"] / bw["simple"], 0.5);
+  EXPECT_GE(bw["ll"] / bw["simple"], 0.38);
+  EXPECT_NEAR(bw["ll128"] / bw["simple"], 15.0 / 16.0, 0.02);
+}
+
+TEST(Protocols, ASmallRingPaysEachStepsLatencyOnceAndTheBaseLatencyOnce) {
+  if (!have_simgrid()) GTEST_SKIP() << "needs the SimGrid backend";
+  // 8 B on 8 ranks of one node: 14 steps of NCCL's NVLink step latency and its base latency
+  // (tuning.cc: Ring LL 0.6 µs per step + 6.6; Simple 3.4 + 8.4). The wire's own latency is inside
+  // the step's, so nothing is paid twice; the few bytes add nanoseconds.
+  for (auto [proto, want] : {std::pair{"ll", 6.6 + 14 * 0.6}, {"simple", 8.4 + 14 * 3.4}}) {
+    auto out = run("simgrid", kH100Node, {"workload.algorithm=ring", std::string("workload.protocol=") + proto, "workload.size=8B",
+                                          "workload.iterations=3"});
+    ASSERT_TRUE(out.status.is_ok()) << out.status.to_string();
+    EXPECT_NEAR(out.rows[0].time_s * 1e6, want, 0.05 * want) << proto;
+  }
+}
+
+TEST(Protocols, AutoRunsWhatNcclsModelPicksAndSaysSo) {
+  if (!have_simgrid()) GTEST_SKIP() << "needs the SimGrid backend";
+  auto out = run("simgrid", kH100Node, {"workload.sizes=[8KiB,16MiB,1GiB]", "workload.payload=phantom"});
+  ASSERT_TRUE(out.status.is_ok()) << out.status.to_string();
+  ASSERT_EQ(out.rows.size(), 3u);
+  // tuning_test.cc works these out by hand: Ring/LL, NVLS (the preset's NVSwitch reduces), NVLS.
+  EXPECT_EQ(out.rows[0].notes.at("algorithm"), "ring");
+  EXPECT_EQ(out.rows[0].notes.at("protocol"), "LL");
+  EXPECT_EQ(out.rows[1].notes.at("algorithm"), "nvls");
+  EXPECT_EQ(out.rows[2].notes.at("algorithm"), "nvls");
+  for (const auto& r : out.rows) {
+    EXPECT_EQ(r.notes.at("nccl_choice"), r.notes.at("algorithm") == "nvls" ? "NVLS/Simple" : "Ring/LL");
+    EXPECT_NE(r.notes.at("tuning").find("Tree/LL128"), std::string::npos);
+  }
+}
+
+TEST(Nvls, TheSwitchReducesEveryTypeAndOperatorExactly) {
+  if (!have_simgrid()) GTEST_SKIP() << "needs the SimGrid backend";
+  for (const char* coll : {"all_reduce", "reduce_scatter", "all_gather"})
+    for (const char* dt : {"fp32", "fp16", "bf16", "int32", "int8"})
+      for (const char* op : {"sum", "prod", "max", "min"}) {
+        if (std::string(coll) == "all_gather" && std::string(op) != "sum") continue;
+        auto out = run("simgrid", kH100Node,
+                       {std::string("workload.type=") + coll, "workload.algorithm=nvls", std::string("workload.dtype=") + dt,
+                        std::string("workload.op=") + op, "workload.placement=both", "workload.sizes=[64B,1000000B]", "workload.chunk=64KiB",
+                        "workload.iterations=2"});
+        ASSERT_TRUE(out.status.is_ok()) << coll << " " << dt << " " << op << ": " << out.status.to_string();
+        ASSERT_EQ(out.rows.size(), 4u);
+        for (const auto& r : out.rows) {
+          EXPECT_EQ(r.errors, 0u) << coll << " " << dt << " " << op << " " << r.bytes << " " << r.notes.at("placement");
+          EXPECT_EQ(r.notes.at("algorithm"), "nvls");
+        }
+      }
+}
+
+TEST(Nvls, BandwidthIsEachGpusNvlinkOverTheBytesItCarries) {
+  if (!have_simgrid()) GTEST_SKIP() << "needs the SimGrid backend";
+  // all_reduce of n bytes on p GPUs: each GPU's NVLink carries n + n/p each way (the inputs up and
+  // the store up; the sum down and the multicast down), at NCCL's NVLS efficiency (0.85 on
+  // Hopper) of the rate the ring reaches (370.8 GB/s). busbw = 2(p-1)/p · n / t.
+  const double p = 8, link = 370.8 * 0.85;
+  auto out = run("simgrid", kH100Node, {"workload.algorithm=nvls", "workload.size=1GiB", "workload.payload=phantom"});
+  ASSERT_TRUE(out.status.is_ok()) << out.status.to_string();
+  const double t_ideal = (1 + 1 / p) * 1073741824.0 / (link * 1e9);
+  const double want = 2 * (p - 1) / p * 1073741824.0 / t_ideal / 1e9;
+  EXPECT_NEAR(busbw(out.rows[0]), want, 0.03 * want);
+  EXPECT_LT(busbw(out.rows[0]), want);  // latency and pipeline fill only take away
+  // reduce_scatter: n up, n/p down: the inputs' way is the bottleneck.
+  auto rs = run("simgrid", kH100Node, {"workload.type=reduce_scatter", "workload.algorithm=nvls", "workload.size=1GiB", "workload.payload=phantom"});
+  ASSERT_TRUE(rs.status.is_ok()) << rs.status.to_string();
+  const double rs_want = (p - 1) / p * link;
+  EXPECT_NEAR(busbw(rs.rows[0]), rs_want, 0.03 * rs_want);
+}
+
+TEST(Nvls, RefusedWhereNoSwitchReduces) {
+  if (!have_simgrid()) GTEST_SKIP() << "needs the SimGrid backend";
+  auto expect_refusal = [](const std::string& backend, const std::string& yaml, std::vector<std::string> sets, const char* words) {
+    auto sc = parse_scenario(yaml, "t.yaml", sets, full_schema(all_backends()));
+    ASSERT_TRUE(sc.is_ok()) << sc.status().message();
+    auto be = all_backends().make(backend);
+    ASSERT_TRUE(be.is_ok());
+    Status st = check_run(*sc, **be);
+    ASSERT_FALSE(st.is_ok()) << backend;
+    EXPECT_NE(st.message().find(words), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("workload.algorithm"), std::string::npos) << st.message();
+  };
+  // Loopback has no switch at all; an A100 node's NVSwitch does not reduce; two nodes need CollNet.
+  expect_refusal("loopback", "name: t\nworkload: { type: all_reduce, algorithm: nvls }\n", {}, "modelled on simgrid only");
+  expect_refusal("simgrid", "name: t\nfabric: { nodes: 1, preset: cx6-hdr-a100 }\nworkload: { type: all_reduce, algorithm: nvls }\n", {},
+                 "fabric.node.nvswitch.reduce");
+  expect_refusal("simgrid", kH100Node, {"fabric.nodes=2", "workload.algorithm=nvls"}, "one node");
+}
+
+}  // namespace
+}  // namespace rdmalab
