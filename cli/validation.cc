@@ -38,12 +38,13 @@ const std::map<std::string, std::string>& metrics() {
       {"bw_gbps", "perftest BW average, Gb/s"},
       {"bw_mibps", "perftest BW average, MB/s (2^20 B/s)"},
       {"t_typical_us", "perftest t_typical, usec"},
+      {"time_us", "nccl-tests time, us"},
   };
   return m;
 }
 
 Result<double> metric_of(const std::string& metric, const ResultRow& r) {
-  if (metric == "busbw_gbps" || metric == "algbw_gbps") {
+  if (metric == "busbw_gbps" || metric == "algbw_gbps" || metric == "time_us") {
     auto it = r.extra.find(metric);
     if (it == r.extra.end()) return Status(Errc::invalid_argument, fmt::format("the row of {} has no {}", r.workload, metric));
     return it->second;

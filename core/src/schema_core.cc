@@ -25,8 +25,8 @@ Schema core_schema() {
                {"intel", "amd"});
 
   s.add_choice("workload.type", "write_bw", "the workload to run (rdmalab list)", {});  // names: full_schema()
-  s.add("workload.size", T::size, "64KiB", "message size", 1, 1u << 30);
-  s.add("workload.sizes", T::size_list, "", "several message sizes: a list, or a power-of-two range 2B..8MiB", 1, 1u << 30);
+  s.add("workload.size", T::size, "64KiB", "message size (collectives: up to 16GiB, as nccl-tests quotes its peaks there)", 1, 1ull << 34);
+  s.add("workload.sizes", T::size_list, "", "several message sizes: a list, or a power-of-two range 2B..8MiB", 1, 1ull << 34);
   s.add("workload.iterations", T::integer, "1000", "messages per QP per size (perftest -n); collectives: iterations per size, default 20 (nccl-tests -n)", 1, 1e9);
   s.add("workload.warmup", T::integer, "0", "untimed iterations before the timed ones (collectives: default 5, nccl-tests -w)", 0, 1e9);
   s.add("workload.duration", T::time, "", "run each size for this long instead of a fixed count (perftest -D)", 1e-6, 86400);
