@@ -413,6 +413,14 @@ int cmd_list() {
     Availability av = be->availability();
     fmt::print("  {:<10} {:<11} {}\n", b.name, av.usable ? "usable" : "not usable", av.usable ? be->description() : av.why);
   }
+  // In-network reductions are modelled, not run: which backends have them (docs/collectives.md).
+  std::string nvls;
+  for (const auto& b : all_backends().all())
+    if (b.make()->capabilities().switch_reduction) nvls += (nvls.empty() ? "" : ", ") + b.name;
+  fmt::print("in-network reductions:\n");
+  fmt::print("  {:<10} {}\n", "nvls", nvls.empty() ? std::string("no backend models it")
+                                                   : fmt::format("NVLink SHARP on a node whose NVSwitch reduces (fabric.node.nvswitch.reduce): {} only", nvls));
+  fmt::print("  {:<10} {}\n", "collnet", "InfiniBand SHARP: not modelled yet");
   fmt::print("memory:\n");
   for (MemoryKind k : {MemoryKind::host, MemoryKind::cuda, MemoryKind::phantom})
     fmt::print("  {:<10} {}\n", memory_kind_name(k), memory_provider(k) ? "usable" : "not usable: " + memory_unavailable_reason(k));

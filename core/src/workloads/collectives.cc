@@ -492,9 +492,9 @@ double exact_input(DataType t, ReduceOp op, bool reduction, int ranks, int rank,
 }
 
 void register_collectives(WorkloadRegistry& reg) {
-  add(reg, Collective::all_reduce, "all-reduce: ring, double binary tree or halving-doubling (nccl-tests all_reduce_perf)");
-  add(reg, Collective::all_gather, "all-gather, ring (all_gather_perf)");
-  add(reg, Collective::reduce_scatter, "reduce-scatter, ring (reduce_scatter_perf)");
+  add(reg, Collective::all_reduce, "all-reduce: ring, double binary tree, halving-doubling or NVLink SHARP (nccl-tests all_reduce_perf)");
+  add(reg, Collective::all_gather, "all-gather: ring or NVLink SHARP (all_gather_perf)");
+  add(reg, Collective::reduce_scatter, "reduce-scatter: ring or NVLink SHARP (reduce_scatter_perf)");
   add(reg, Collective::broadcast, "broadcast from a root: pipelined chain or binomial tree (broadcast_perf)");
   add(reg, Collective::reduce, "reduce to a root: pipelined chain or binomial tree (reduce_perf)");
   add(reg, Collective::all_to_all, "all-to-all, pairwise exchange (alltoall_perf)");
