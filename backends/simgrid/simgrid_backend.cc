@@ -1737,14 +1737,20 @@ class SimPd final : public ProtectionDomain {
 // NVLink stay busy.
 constexpr std::uint64_t kSwitchStageDepth = 2;
 
+// The chunks of one shard (at least one, so an empty shard still has a unit to deliver).
+std::uint64_t chunks_per_shard(const SwitchCollective& a, int p) {
+  const std::uint64_t shard = a.bytes / static_cast<std::uint64_t>(p);
+  const std::uint64_t chunk = std::max<std::uint64_t>(1, a.chunk);
+  return std::max<std::uint64_t>(1, (shard + chunk - 1) / chunk);
+}
+
 void run_switch(SwitchCall& call) {
   const SwitchCollective& a = call.args;
   const int p = call.p;
   const auto up = static_cast<std::uint64_t>(p);
   const std::uint64_t shard = a.bytes / up;
   const std::uint64_t chunk = std::max<std::uint64_t>(1, a.chunk);
-  const std::uint64_t per_shard = std::max<std::uint64_t>(1, (shard + chunk - 1) / chunk);
-  const std::uint64_t units = per_shard * up;
+  const std::uint64_t units = chunks_per_shard(a, p) * up;
   const auto dtype = static_cast<DataType>(a.dtype);
   const auto op = static_cast<ReduceOp>(a.op);
   const std::size_t es = dtype_size(dtype);
@@ -1895,9 +1901,7 @@ class SimDevice final : public Device {
     call->in[me] = static_cast<const std::uint8_t*>(a.in);
     call->out[me] = static_cast<std::uint8_t*>(a.out);
     call->gpu[me] = e.gpu;
-    const std::uint64_t shard = a.bytes / static_cast<std::uint64_t>(p);
-    const std::uint64_t chunk = std::max<std::uint64_t>(1, a.chunk);
-    const std::uint64_t per_shard = std::max<std::uint64_t>(1, (shard + chunk - 1) / chunk);
+    const std::uint64_t per_shard = chunks_per_shard(a, p);
     call->expected[me] = a.kind == SwitchCollective::Kind::reduce_scatter ? per_shard : per_shard * static_cast<std::uint64_t>(p);
     if (++call->entered == p)
       sg4::Actor::create(fmt::format("nvswitch-{}", seq), call->sw, [call] { run_switch(*call); });

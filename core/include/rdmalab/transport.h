@@ -295,7 +295,6 @@ class ProtectionDomain {
                                                        const QpCaps& caps) = 0;
 };
 
-// An opened device (verbs' context). One per rank.
 // A collective the NVSwitch of a node does itself (NVLink SHARP, NCCL's NVLS), on a backend
 // that models one (Capabilities::switch_reduction). Every rank of the node calls it, with its
 // part (all the ranks of the run: one node). all_reduce: each rank's `bytes` go up to the switch,
@@ -315,6 +314,7 @@ struct SwitchCollective {
   double latency_s = 0;      // paid once per call (NCCL's NVLS latency)
 };
 
+// An opened device (verbs' context). One per rank.
 class Device {
  public:
   virtual ~Device() = default;

@@ -277,7 +277,7 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
 
   // NVLS: the node's NVSwitch moves and reduces the data (Device::switch_collective), with the
   // buffers where nccl-tests has them.
-  auto switch_run = [&](const SizePlan& s, bool in_place) -> Status {
+  auto switch_run = [&](const SizePlan& s, const Plan& plan, bool in_place) -> Status {
     SwitchCollective sw;
     const std::uint64_t shard = s.bytes / static_cast<std::uint64_t>(env.size);
     const std::uint64_t me = static_cast<std::uint64_t>(env.rank) * shard;
@@ -289,7 +289,7 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
     sw.bytes = s.bytes;
     sw.in = coll == Collective::all_gather && in_place ? in + me : in;
     sw.out = coll == Collective::reduce_scatter && in_place ? out + me : out;
-    sw.chunk = p.chunk_set ? p.chunk : protocol_step_bytes(Protocol::simple);
+    sw.chunk = plan.chunk;  // the protocol's (Simple), or workload.chunk
     sw.real = !p.phantom;
     sw.dtype = static_cast<std::uint8_t>(p.dtype);
     sw.op = static_cast<std::uint8_t>(p.op);
@@ -319,7 +319,7 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
       // NCCL's base latency (launch and set-up), once per collective, where time is modelled.
       const double base = modelled ? s.choice.costs.base_us * 1e-6 : 0;
       auto once = [&]() -> Status {
-        if (s.algo == Algorithm::nvls) return switch_run(s, in_place);
+        if (s.algo == Algorithm::nvls) return switch_run(s, plan, in_place);
         if (base > 0) env.rt.compute(base);
         return eng.execute(plan);
       };
