@@ -85,7 +85,7 @@ void add_fabric_keys(Schema& s) {
   s.add("fabric.node.gpudirect", T::boolean, "true",
         "whether the NIC can reach GPU memory (dmabuf or nvidia_peermem); false: GPU memory is always staged", 0, 1);
   s.add_choice("fabric.preset", "none", "named hardware whose numbers fill the fabric keys a scenario leaves unset (docs/backends/simgrid.md)",
-               {"none", "cx6-hdr-a100", "cx7-ndr-h100"});
+               {"none", "cx6-hdr-a100", "cx7-ndr-h100", "cx7-ndr-h200"});
   add_presets(s);
 }
 
@@ -119,7 +119,7 @@ void add_presets(Schema& s) {
                  // NCCL's model of one NVLink 3 link: 20.0 GB/s of data (src/graph/topo.h, SM80_NVLINK_BW) of 25.
                  {"fabric.node.nvlink.efficiency", "0.8"},
                  {"fabric.node.gpu.memory_bandwidth", "2039GB/s"},  // A100 SXM4 80GB HBM2e (datasheet)
-                 {"fabric.gpu.generation", "ampere"},
+                 {"fabric.gpu.model", "a100"},  // and so the generation: ampere
                  {"fabric.cpu.vendor", "amd"}}}));
   s.add_preset(with_dgx({"fabric.preset", "cx7-ndr-h100",
                 "DGX H100-class node: 8 H100, 8 ConnectX-7 NDR 400 Gb/s, 4 PCIe Gen5 switches each with 2 GPUs and 2 NICs, "
@@ -138,9 +138,30 @@ void add_presets(Schema& s) {
                  // NCCL's model of one NVLink 4 link: 20.6 GB/s of data (src/graph/topo.h, SM90_NVLINK_BW) of 25.
                  {"fabric.node.nvlink.efficiency", "0.824"},
                  {"fabric.node.gpu.memory_bandwidth", "3.35TB/s"},  // H100 SXM5 HBM3 (datasheet)
-                 {"fabric.gpu.generation", "hopper"},
+                 {"fabric.gpu.model", "h100"},  // and so the generation: hopper
                  {"fabric.cpu.vendor", "intel"},
                  // Third-generation NVSwitch: NVLink SHARP in-network reductions (DGX H100 brief).
+                 {"fabric.node.nvswitch.reduce", "true"}}}));
+  s.add_preset(with_dgx({"fabric.preset", "cx7-ndr-h200",
+                "DGX H200-class node: 8 H200 (the H100 node with HBM3e), 8 ConnectX-7 NDR 400 Gb/s, 4 PCIe Gen5 switches each with 2 GPUs and 2 NICs, "
+                "2 Intel Xeon 8480C sockets",
+                {{"fabric.link.bandwidth", "400Gbps"},     // ConnectX-7 NDR InfiniBand, 400 Gb/s per port (product brief)
+                 {"fabric.link.latency", "15ns"},          // a cable of about 3 m at about 5 ns/m
+                 {"fabric.switch.latency", "130ns"},       // Quantum-2 NDR switch (QM9700): port to port, as HDR's (product brief)
+                 {"fabric.link_layer", "infiniband"},
+                 {"fabric.mtu", "4KiB"},
+                 {"fabric.nic.message_rate", "330e6"},     // ConnectX-7: 330-370 million messages/s (product brief)
+                 {"fabric.nic.latency", "300ns"},
+                 {"fabric.node.pcie.bandwidth", "63GB/s"},    // PCIe Gen5 x16: 32 GT/s × 16 × 128/130 / 8
+                 {"fabric.node.socket.bandwidth", "60GB/s"},  // 4 UPI 2.0 links at 16 GT/s, order of magnitude
+                 {"fabric.node.memory.bandwidth", "307.2GB/s"},  // 8 channels DDR5-4800 per socket
+                 {"fabric.node.nvlink.bandwidth", "450GB/s"},  // H100 NVLink 4: 18 links × 25 GB/s each direction
+                 // NCCL's model of one NVLink 4 link: 20.6 GB/s of data (src/graph/topo.h, SM90_NVLINK_BW) of 25.
+                 {"fabric.node.nvlink.efficiency", "0.824"},
+                 {"fabric.node.gpu.memory_bandwidth", "4.8TB/s"},  // H200 SXM HBM3e (datasheet)
+                 {"fabric.gpu.model", "h200"},  // and so the generation: hopper
+                 {"fabric.cpu.vendor", "intel"},
+                 // Third-generation NVSwitch: NVLink SHARP in-network reductions (DGX H200 brief: the DGX H100 system board).
                  {"fabric.node.nvswitch.reduce", "true"}}}));
 }
 

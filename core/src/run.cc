@@ -11,6 +11,7 @@
 #include <set>
 
 #include "rdmalab/files.h"
+#include "rdmalab/gpus.h"
 #include "rdmalab/metrics.h"
 #include "rdmalab/record.h"
 #include "rdmalab/staging.h"
@@ -18,6 +19,7 @@
 #include "rdmalab/workloads/collectives.h"
 #include "rdmalab/workloads/common.h"
 #include "rdmalab/workloads/perftest.h"
+#include "rdmalab/workloads/tuning.h"
 #include "rdmalab/workloads/training.h"
 
 namespace rdmalab {
@@ -57,6 +59,11 @@ Schema full_schema(const BackendRegistry& backends) {
 int scenario_ranks(const Scenario& sc) { return static_cast<int>(sc.get_int("fabric.nodes") * sc.get_int("fabric.gpus_per_node")); }
 
 Status check_fabric_shape(const Scenario& sc) {
+  if (const GpuSpec* g = find_gpu(sc.get_string("fabric.gpu.model")); g && sc.is_set("fabric.gpu.generation") &&
+      sc.get_string("fabric.gpu.generation") != workloads::gpu_generation_name(g->generation))
+    return sc.error("fabric.gpu.generation", fmt::format("is {}, but fabric.gpu.model {} ({}) is {}: drop one, or make them agree",
+                                                         sc.get_string("fabric.gpu.generation"), g->name, g->product,
+                                                         workloads::gpu_generation_name(g->generation)));
   const std::string topo = sc.get_string("fabric.topology");
   const std::int64_t nodes = sc.get_int("fabric.nodes");
   auto product = [](const std::vector<std::int64_t>& v) {
@@ -185,6 +192,8 @@ void fill_tuning_facts(const Scenario& sc, NodeShape& shape) {
   shape.nic_bw = sc.get_bandwidth("fabric.link.bandwidth");
   const std::string gen = sc.get_string("fabric.gpu.generation");
   shape.gpu = gen == "volta" ? GpuGeneration::volta : gen == "ampere" ? GpuGeneration::ampere : gen == "blackwell" ? GpuGeneration::blackwell : GpuGeneration::hopper;
+  // A named GPU gives its generation unless the scenario says it (check_fabric_shape: they agree).
+  if (const GpuSpec* g = find_gpu(sc.get_string("fabric.gpu.model")); g && !sc.is_set("fabric.gpu.generation")) shape.gpu = g->generation;
   shape.amd_cpu = sc.get_string("fabric.cpu.vendor") == "amd";
 }
 

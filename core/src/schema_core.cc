@@ -21,6 +21,10 @@ Schema core_schema() {
   s.add_choice("fabric.gpu.generation", "hopper",
                "the GPUs' generation, as NCCL's tuning model tells them apart (its LL, LL128 and tree bandwidth caps, NVLink SHARP)",
                {"volta", "ampere", "hopper", "blackwell"});
+  s.add_choice("fabric.gpu.model", "unnamed",
+               "the GPU (docs/training.md): sets fabric.gpu.generation, caps the compute rate, and picks a training step's measured "
+               "throughput; unnamed: training compute from training.gpu_flops",
+               {"unnamed", "a100", "h100", "h200"});
   s.add_choice("fabric.cpu.vendor", "intel", "the CPUs' vendor: NCCL's tuning model caps LL and counts the network overhead by it",
                {"intel", "amd"});
 
@@ -77,7 +81,14 @@ Schema core_schema() {
   s.add("training.layers", T::int_list, "", "custom model: parameters per layer, in forward order", 1, 1e13);
   s.add("training.layer_flops", T::int_list, "", "custom model: forward FLOPs per sample per layer (default 2 x parameters)", 0, 1e18);
   s.add("training.batch", T::integer, "", "samples (images or tokens) per GPU per step; default per preset", 1, 1e12);
-  s.add("training.gpu_flops", T::number, "400e12", "achieved FLOP/s of one GPU (400 TFLOP/s: about 40% of an H100's dense bf16 peak)", 1e6, 1e18);
+  s.add_choice("training.precision", "amp",
+               "amp: mixed precision (FP16/BF16 tensor cores, FP32 master weights and gradients); tf32: TF32 tensor cores. Picks the "
+               "measured throughput and the peak that caps the compute rate",
+               {"amp", "tf32"});
+  s.add("training.gpu_flops", T::number, "400e12",
+        "achieved FLOP/s of one GPU, overriding the measured throughput of the model on fabric.gpu.model (400 TFLOP/s when "
+        "neither is given: about 40% of an H100's dense BF16 peak)",
+        1e6, 1e18);
   s.add("training.layer_time", T::time, "", "forward time of every layer for the whole batch, instead of FLOPs / gpu_flops", 0, 3600);
   s.add("training.bucket", T::size, "25MiB", "gradient bucket size (PyTorch DDP's bucket_cap_mb)", 1, 1ull << 40);
   s.add("training.tensor_parallel", T::integer, "1", "train_dp: tensor-parallel group size (consecutive ranks, as inside a node)", 1, 1024);

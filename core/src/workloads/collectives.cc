@@ -59,13 +59,6 @@ std::optional<Algorithm> parse_algorithm(const std::string& s) {
   return std::nullopt;
 }
 
-std::optional<Protocol> parse_protocol(const std::string& s) {
-  if (s == "ll") return Protocol::ll;
-  if (s == "ll128") return Protocol::ll128;
-  if (s == "simple") return Protocol::simple;
-  return std::nullopt;  // auto
-}
-
 // The candidates of NCCL's model for a row (notes.tuning): "Ring/LL 15.01 us; ..." in NCCL's
 // order, each enabled one with its predicted time, the others with why not.
 std::string tuning_text(const CollectiveChoice& ch) {
@@ -246,19 +239,10 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
     s.channels = a.channels;
     // The protocol: its chunk (unless workload.chunk says), and where time is modelled its
     // framing and step latencies (tuning.h).
-    auto with_protocol = [&](Plan pl) {
-      const std::uint64_t step = p.chunk_set ? p.chunk : protocol_step_bytes(s.choice.proto);
-      pl.chunk = std::max<std::uint64_t>(step / es * es, es);
-      if (modelled) {
-        pl.wire_factor = protocol_wire_factor(s.choice.proto);
-        pl.step_latency_intra = s.choice.costs.intra_step_us * 1e-6;
-        pl.step_latency_inter = s.choice.costs.inter_step_us * 1e-6;
-      }
-      return pl;
-    };
-    s.out_of_place = with_protocol(build_plan(a));
+    const std::uint64_t chunk = p.chunk_set ? p.chunk : 0;
+    s.out_of_place = with_protocol(build_plan(a), s.choice, chunk, es, modelled);
     a.in_place = true;
-    if (p.in_place) s.in_place = with_protocol(build_plan(a));
+    if (p.in_place) s.in_place = with_protocol(build_plan(a), s.choice, chunk, es, modelled);
     all.push_back(s.out_of_place);
     if (p.in_place) all.push_back(s.in_place);
     sizes.push_back(std::move(s));

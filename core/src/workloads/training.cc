@@ -19,17 +19,21 @@
 #include <numeric>
 
 #include "engine.h"
+#include "rdmalab/gpus.h"
 #include "rdmalab/units.h"
 #include "rdmalab/workloads/common.h"
+#include "rdmalab/workloads/tuning.h"
 
 namespace rdmalab::workloads {
 namespace {
 
-// Channels keep the communicators of one rank apart (the same pair of ranks may meet in two).
-constexpr int kChanDp = 0;   // 0..1 (the double binary tree uses two)
-constexpr int kChanTp = 2;   // 2..3
-constexpr int kChanMoe = 4;  // 4
-constexpr int kChanPp = 6;
+// Channels keep the communicators of one rank apart (the same pair of ranks may meet in two):
+// each communicator has a block of 100, room for NCCL's channels (at most 64) or the double
+// binary tree's two.
+constexpr int kChanDp = 0;
+constexpr int kChanTp = 100;
+constexpr int kChanMoe = 200;
+constexpr int kChanPp = 300;
 
 struct Params {
   std::vector<ModelLayer> layers;
@@ -37,6 +41,13 @@ struct Params {
   std::uint64_t batch = 0;  // samples per rank per step
   double gpu_rate = 0;      // FLOP/s
   double layer_time = -1;   // forward seconds per layer when given
+  double measured_rate = 0;  // samples/s of one GPU (measured_throughputs()), when compute comes from there
+  double fwd_flops = 0;      // forward FLOPs per sample, all layers
+  std::string compute_source;
+  const GpuSpec* gpu = nullptr;  // fabric.gpu.model, if named
+  std::string precision;
+  std::optional<Protocol> proto;
+  bool chunk_set = false;
   std::uint64_t bucket = 0;
   int tp = 1;
   std::uint64_t moe_bytes = 0;
@@ -74,8 +85,26 @@ Params read_params(const Scenario& sc) {
     p.activation = m->activation_per_sample;
   }
   if (sc.is_set("training.batch")) p.batch = static_cast<std::uint64_t>(sc.get_int("training.batch"));
+  for (const auto& l : p.layers) p.fwd_flops += l.fwd_flops_per_sample;
+  // Compute: a forward time per layer if given; else FLOP/s if given; else the model's measured
+  // throughput on the named GPU; else the default FLOP/s, saying that it has no source.
+  p.gpu = find_gpu(sc.get_string("fabric.gpu.model"));
+  p.precision = sc.get_string("training.precision");
   p.gpu_rate = sc.get_number("training.gpu_flops");
-  if (sc.is_set("training.layer_time")) p.layer_time = sc.get_time("training.layer_time");
+  const MeasuredThroughput* m = p.gpu ? find_throughput(p.model, p.gpu->name, p.precision, p.batch) : nullptr;
+  if (sc.is_set("training.layer_time")) {
+    p.layer_time = sc.get_time("training.layer_time");
+    p.compute_source = fmt::format("training.layer_time: {} per layer forward", units::format_time(p.layer_time));
+  } else if (sc.is_set("training.gpu_flops")) {
+    p.compute_source = fmt::format("training.gpu_flops: {:.4g} TFLOP/s", p.gpu_rate / 1e12);
+  } else if (m && p.fwd_flops > 0) {
+    p.measured_rate = m->samples_per_s;
+    p.compute_source = m->source;
+    if (m->batch != p.batch) p.compute_source += fmt::format(" (measured at batch {}, run at {})", m->batch, p.batch);
+  } else {
+    p.compute_source = fmt::format("training.gpu_flops default {:.4g} TFLOP/s: no measured throughput of {} on {} ({}); docs/training.md",
+                                   p.gpu_rate / 1e12, p.model, p.gpu ? p.gpu->name : "an unnamed GPU", p.precision);
+  }
   p.bucket = sc.get_size("training.bucket");
   p.tp = static_cast<int>(sc.get_int("training.tensor_parallel"));
   p.moe_bytes = sc.get_size("training.moe_alltoall");
@@ -90,6 +119,8 @@ Params read_params(const Scenario& sc) {
   p.steps = sc.is_set("workload.iterations") ? static_cast<std::uint64_t>(sc.get_int("workload.iterations")) : 3;
   p.warmup = sc.is_set("workload.warmup") ? static_cast<std::uint64_t>(sc.get_int("workload.warmup")) : 1;
   p.dtype = *parse_dtype(sc.get_string("workload.dtype"));
+  p.proto = parse_protocol(sc.get_string("workload.protocol"));
+  p.chunk_set = sc.is_set("workload.chunk");
   const std::string alg = sc.get_string("workload.algorithm");
   if (alg != "auto")
     for (Algorithm a : algorithms_for(Collective::all_reduce))
@@ -104,9 +135,45 @@ Params read_params(const Scenario& sc) {
   return p;
 }
 
+// Forward seconds of layer l for `samples` samples. From a measured throughput: the step's
+// compute (batch / rate) split over the layers by their FLOPs, a third forward and two thirds
+// backward (the backward computes gradients of both inputs and weights: twice the forward).
 double fwd_time(const Params& p, const ModelLayer& l, double samples) {
   if (p.layer_time >= 0) return p.layer_time * samples / static_cast<double>(p.batch);
+  if (p.measured_rate > 0) return l.fwd_flops_per_sample / p.fwd_flops * samples / p.measured_rate / 3;
   return l.fwd_flops_per_sample * samples / p.gpu_rate;
+}
+
+// The plan of an all-reduce over a group (`members`, this rank `me` in it), with NCCL's algorithm
+// and protocol for the size (tuning.h) unless the scenario names them, and NCCL's channels.
+// NVLink SHARP is left out: a step's collectives run on the engine.
+Plan tuned_all_reduce(RankEnv& env, const Params& p, const std::vector<int>& members, int me, std::uint64_t count, std::size_t es,
+                      int chan_base, std::string* what = nullptr) {
+  const int n = static_cast<int>(members.size());
+  NodeShape shape = env.shape;
+  shape.nvls = false;
+  // The group's ranks per node: how many members share the first one's node (the groups are
+  // laid out evenly: a tensor-parallel group inside a node, a data-parallel group one member
+  // per tensor-parallel group).
+  const int rpn = std::max(1, env.shape.ranks_per_node);
+  shape.ranks_per_node = static_cast<int>(std::count_if(members.begin(), members.end(), [&](int r) { return r / rpn == members[0] / rpn; }));
+  if (n % shape.ranks_per_node != 0) shape.ranks_per_node = 1;
+  const bool modelled = env.dev.caps().models_time && env.shape.protocol_costs;
+  const CollectiveChoice ch = choose_collective(Collective::all_reduce, count * es, n, shape, modelled, p.algo, p.proto);
+  CollectiveArgs a{Collective::all_reduce, ch.algo, me, n, 0, count, es, true};
+  a.ranks_per_node = shape.ranks_per_node;
+  a.channels = uses_channels(Collective::all_reduce, ch.algo) ? auto_channels(n, shape.ranks_per_node, shape.nics) : 1;
+  Plan plan = with_protocol(build_plan(a), ch, p.chunk_set ? p.chunk : 0, es, modelled);
+  if (what) *what = fmt::format("{}/{}, {} channel{}", algorithm_name(ch.algo), protocol_name(ch.proto), a.channels, a.channels == 1 ? "" : "s");
+  for (auto& s : plan.sends) {
+    s.peer = members[static_cast<std::size_t>(s.peer)];
+    s.chan += chan_base;
+  }
+  for (auto& r : plan.recvs) {
+    r.peer = members[static_cast<std::size_t>(r.peer)];
+    r.chan += chan_base;
+  }
+  return plan;
 }
 
 // A plan over a group of ranks: built in group ranks, then mapped to global ranks and a channel.
@@ -141,10 +208,22 @@ Status compute_overlapped(RankEnv& env, CollectiveEngine& eng, const Params& p, 
   return Status::ok();
 }
 
+// What a row says of the compute: where it comes from, and the model FLOP/s each GPU reaches
+// over the whole step (Megatron-LM's "model TFLOP/s per GPU": forward and backward FLOPs of the
+// model, no recomputation) with, on a named GPU, its share of the peak (MFU).
+void add_compute_figures(ResultRow& row, const Params& p, double flops_per_gpu) {
+  row.notes["compute"] = p.compute_source;
+  if (row.time_s <= 0 || p.fwd_flops <= 0) return;
+  const double rate = flops_per_gpu / row.time_s;
+  row.extra["model_tflops"] = rate / 1e12;
+  if (p.gpu) row.extra["mfu"] = rate / (p.precision == "tf32" ? p.gpu->tf32_flops : p.gpu->tensor_flops);
+}
+
 struct Bucket {
   std::uint64_t offset = 0, bytes = 0;  // in the gradient buffer
   std::size_t last_layer = 0;           // the backward pass fills it up to this layer (reverse order)
   Plan plan;
+  std::string how;  // algorithm/protocol, channels
 };
 
 std::uint64_t round_up(std::uint64_t v, std::uint64_t a) { return (v + a - 1) / a * a; }
@@ -182,8 +261,7 @@ Status run_dp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
   std::vector<Plan> plans;
   for (auto& b : buckets) {
     const std::uint64_t count = b.bytes / es;
-    const Algorithm algo = p.algo ? *p.algo : default_algorithm(Collective::all_reduce, b.bytes, dp);
-    b.plan = shift_plan(group_plan(Collective::all_reduce, algo, dp_members, dp_rank, count, es, true, kChanDp), 0, b.offset, 0);
+    b.plan = shift_plan(tuned_all_reduce(env, p, dp_members, dp_rank, count, es, kChanDp, &b.how), 0, b.offset, 0);
     plans.push_back(b.plan);
   }
   // Tensor-parallel activations and MoE all-to-alls live after the gradients in the same buffer.
@@ -191,9 +269,7 @@ Status run_dp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
   const std::uint64_t tp_count = round_up(p.tp_bytes, es) / es;
   Plan tp_plan, moe_plan;
   if (tp > 1) {
-    tp_plan = shift_plan(group_plan(Collective::all_reduce, default_algorithm(Collective::all_reduce, tp_count * es, tp), tp_members, tp_rank,
-                                    tp_count, es, true, kChanTp),
-                         0, tp_off, 0);
+    tp_plan = shift_plan(tuned_all_reduce(env, p, tp_members, tp_rank, tp_count, es, kChanTp), 0, tp_off, 0);
     plans.push_back(tp_plan);
   }
   const std::uint64_t moe_count = round_up(p.moe_bytes, es * static_cast<std::uint64_t>(env.size)) / es;
@@ -326,8 +402,12 @@ Status run_dp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
   row.extra["params"] = static_cast<double>(std::accumulate(p.layers.begin(), p.layers.end(), std::uint64_t{0},
                                                             [](std::uint64_t s, const ModelLayer& l) { return s + l.params; }));
   row.extra["samples_per_s"] = row.time_s > 0 ? static_cast<double>(p.batch) * dp / row.time_s : 0;
+  add_compute_figures(row, p, 3 * p.fwd_flops * static_cast<double>(p.batch) / tp);
   row.notes["model"] = p.model;
   row.notes["parallelism"] = fmt::format("dp {} x tp {}{}", dp, tp, p.moe_bytes ? " + moe" : "");
+  // The largest bucket's all-reduce, as NCCL's tuning picks it for that size (the others may differ).
+  const auto largest = std::max_element(buckets.begin(), buckets.end(), [](const Bucket& a, const Bucket& b) { return a.bytes < b.bytes; });
+  if (largest != buckets.end()) row.notes["gradient_all_reduce"] = fmt::format("{} ({})", largest->how, units::format_size(largest->bytes));
   row.notes["verify"] = p.verify ? "on" : "off";
   rows.push_back(std::move(row));
   return Status::ok();
@@ -463,6 +543,7 @@ Status run_pp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
   row.extra["ideal_bubble_fraction"] = static_cast<double>(S - 1) / (m + S - 1);
   row.extra["microbatches"] = m;
   row.extra["samples_per_s"] = row.time_s > 0 ? static_cast<double>(p.batch) / row.time_s : 0;
+  add_compute_figures(row, p, 3 * p.fwd_flops * static_cast<double>(p.batch) / S);
   row.notes["model"] = p.model;
   row.notes["parallelism"] = fmt::format("pp {} (1F1B, {} micro-batches)", S, m);
   row.notes["verify"] = p.verify ? "on" : "off";
@@ -479,6 +560,14 @@ Status check_training(const Scenario& sc, const Capabilities& caps, int ranks, b
       return sc.error("training.layer_flops", "give one FLOP count per layer of training.layers");
   } else if (sc.is_set("training.layers")) {
     return sc.error("training.layers", fmt::format("training.model is the preset '{}': set training.model: custom to give layers", model));
+  }
+  if (const GpuSpec* g = find_gpu(sc.get_string("fabric.gpu.model")); g && sc.is_set("training.gpu_flops")) {
+    const bool tf32 = sc.get_string("training.precision") == "tf32";
+    const double peak = tf32 ? g->tf32_flops : g->tensor_flops;
+    if (sc.get_number("training.gpu_flops") > peak)
+      return sc.error("training.gpu_flops", fmt::format("{:.4g} TFLOP/s is above the {}'s dense {} peak of {:.4g} TFLOP/s ({})",
+                                                        sc.get_number("training.gpu_flops") / 1e12, g->product, tf32 ? "TF32" : "FP16/BF16",
+                                                        peak / 1e12, g->source));
   }
   const int tp = static_cast<int>(sc.get_int("training.tensor_parallel"));
   if (pipeline) {

@@ -77,6 +77,24 @@ double protocol_wire_factor(Protocol p) noexcept {
   return 1.0;
 }
 
+std::optional<Protocol> parse_protocol(const std::string& s) {
+  if (s == "ll") return Protocol::ll;
+  if (s == "ll128") return Protocol::ll128;
+  if (s == "simple") return Protocol::simple;
+  return std::nullopt;  // auto
+}
+
+Plan with_protocol(Plan plan, const CollectiveChoice& choice, std::uint64_t chunk, std::size_t elem, bool modelled) {
+  const std::uint64_t step = chunk ? chunk : protocol_step_bytes(choice.proto);
+  plan.chunk = std::max<std::uint64_t>(step / elem * elem, elem);
+  if (modelled) {
+    plan.wire_factor = protocol_wire_factor(choice.proto);
+    plan.step_latency_intra = choice.costs.intra_step_us * 1e-6;
+    plan.step_latency_inter = choice.costs.inter_step_us * 1e-6;
+  }
+  return plan;
+}
+
 std::uint64_t protocol_step_bytes(Protocol p) noexcept {
   switch (p) {
     case Protocol::ll: return 512ull * 8 * 16 / 2;        // 32 KiB

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "backends.h"
+#include "rdmalab/gpus.h"
 #include "rdmalab/run.h"
 #include "rdmalab/workloads/training.h"
 
@@ -11,6 +12,9 @@ namespace rdmalab {
 namespace {
 
 using workloads::find_preset;
+using workloads::find_throughput;
+using workloads::measured_throughputs;
+using workloads::ModelPreset;
 
 bool usable(const char* b) {
   auto be = all_backends().make(b);
@@ -43,7 +47,9 @@ TEST(TrainDp, ExactGradientsComputeFromFlopsAndOverlap) {
   // backward of a layer = 2 * 2e6 * 100 / 1e12 = 0.4 ms, long enough for a bucket's all-reduce.
   RunOutcome out = run("simgrid", {"fabric.nodes=4", "workload.type=train_dp", "training.model=custom",
                                    "training.layers=[1000000,1000000,1000000,1000000,1000000,1000000]", "training.batch=100",
-                                   "training.gpu_flops=1e12", "training.bucket=4MB", "workload.iterations=2"});
+                                   "training.gpu_flops=1e12", "training.bucket=4MB", "workload.iterations=2",
+                                   // the arithmetic below is for rings of Simple chunks
+                                   "workload.algorithm=ring", "workload.protocol=simple"});
   ASSERT_TRUE(out.status.is_ok()) << out.status.to_string();
   ASSERT_EQ(out.rows.size(), 1u);
   const auto& r = out.rows[0];
@@ -112,6 +118,48 @@ TEST(TrainPp, ActivationsArriveExactOnEveryBackend) {
   }
 }
 
+TEST(MeasuredThroughputs, EveryEntryIsPhysicallyPossibleAndNamesItsSource) {
+  for (const auto& m : measured_throughputs()) {
+    const ModelPreset* model = find_preset(m.model);
+    const GpuSpec* gpu = find_gpu(m.gpu);
+    ASSERT_NE(model, nullptr) << m.model;
+    ASSERT_NE(gpu, nullptr) << m.gpu;
+    EXPECT_FALSE(m.source.empty());
+    double fwd = 0;
+    for (const auto& l : model->layers) fwd += l.fwd_flops_per_sample;
+    // Forward and backward FLOPs per second the figure implies, under the precision's peak.
+    const double rate = 3 * fwd * m.samples_per_s;
+    EXPECT_LT(rate, m.precision == "tf32" ? gpu->tf32_flops : gpu->tensor_flops) << m.model << " " << m.gpu << " " << m.precision;
+  }
+  // Nearest batch when none is equal; nothing for a GPU with no entry.
+  EXPECT_EQ(find_throughput("resnet50", "a100", "amp", 64)->batch, 256u);
+  EXPECT_EQ(find_throughput("resnet50", "h200", "amp", 256), nullptr);
+}
+
+TEST(TrainDp, ComputeComesFromTheMeasuredThroughputOfTheNamedGpu) {
+  if (!usable("simgrid")) GTEST_SKIP() << "needs the SimGrid backend (simulated time makes the compute exact)";
+  // One A100 alone: the step is the measured 256 / 938 s of compute, nothing else.
+  RunOutcome out = run("simgrid", {"fabric.nodes=1", "fabric.gpu.model=a100", "workload.type=train_dp", "training.model=resnet50",
+                                   "training.precision=tf32", "training.batch=256", "workload.iterations=1", "workload.payload=phantom"});
+  ASSERT_TRUE(out.status.is_ok()) << out.status.to_string();
+  const auto& r = out.rows[0];
+  EXPECT_NEAR(r.extra.at("compute_ms"), 256.0 / 938 * 1e3, 1e-6);
+  EXPECT_NEAR(r.extra.at("samples_per_s"), 938, 0.01);
+  EXPECT_NE(r.notes.at("compute").find("938 img/s"), std::string::npos) << r.notes.at("compute");
+  // MFU of the TF32 peak: 3 x 8.18 GFLOP x 938 / 156 TFLOP/s.
+  EXPECT_NEAR(r.extra.at("mfu"), 3 * 8.18e9 * 938 / 156e12, 0.001);
+  // Without a named GPU there is no measurement: the row says the compute has no source.
+  out = run("simgrid", {"fabric.nodes=1", "workload.type=train_dp", "training.model=resnet50", "workload.iterations=1", "workload.payload=phantom"});
+  ASSERT_TRUE(out.status.is_ok()) << out.status.to_string();
+  EXPECT_NE(out.rows[0].notes.at("compute").find("no measured throughput"), std::string::npos) << out.rows[0].notes.at("compute");
+  EXPECT_EQ(out.rows[0].extra.count("mfu"), 0u);
+  // Several nodes: the gradient all-reduce is NCCL's choice, on a channel per NIC.
+  out = run("simgrid", {"fabric.nodes=2", "fabric.preset=cx7-ndr-h100", "workload.type=train_dp", "training.model=resnet50",
+                        "training.gpu_flops=300e12", "workload.iterations=1", "workload.payload=phantom", "workload.memory=cuda"});
+  ASSERT_TRUE(out.status.is_ok()) << out.status.to_string();
+  EXPECT_NE(out.rows[0].notes.at("gradient_all_reduce").find("8 channels"), std::string::npos) << out.rows[0].notes.at("gradient_all_reduce");
+}
+
 TEST(Training, BadParametersAreRefusedWithTheKey) {
   struct Bad {
     std::vector<std::string> sets;
@@ -126,6 +174,11 @@ TEST(Training, BadParametersAreRefusedWithTheKey) {
       {{"workload.type=train_pp", "training.tensor_parallel=2"}, "training.tensor_parallel"},
       {{"workload.type=train_dp", "workload.algorithm=pairwise"}, "workload.algorithm"},
       {{"workload.type=train_dp", "training.model=custom", "training.layers=[10,20]", "training.layer_flops=[5]"}, "training.layer_flops"},
+      // A rate above the named GPU's dense peak is not physically possible.
+      {{"workload.type=train_dp", "fabric.gpu.model=a100", "training.gpu_flops=400e12"}, "training.gpu_flops"},
+      {{"workload.type=train_dp", "fabric.gpu.model=h100", "training.precision=tf32", "training.gpu_flops=600e12"}, "training.gpu_flops"},
+      // A named GPU and a generation that is not its own.
+      {{"workload.type=train_dp", "fabric.gpu.model=a100", "fabric.gpu.generation=hopper"}, "fabric.gpu.generation"},
   };
   for (const auto& b : bad) {
     auto sc = parse_scenario("name: t\n", "t.yaml", b.sets, full_schema(all_backends()));

@@ -34,4 +34,19 @@ struct ModelPreset {
 const std::vector<ModelPreset>& model_presets();
 const ModelPreset* find_preset(const std::string& name);
 
+// A published, measured training throughput of one GPU: a model preset on a named GPU
+// (fabric.gpu.model) at a precision and a batch per GPU, with its source. A training step's
+// compute comes from here when one matches (docs/training.md).
+struct MeasuredThroughput {
+  std::string model, gpu, precision;  // training.model, fabric.gpu.model, training.precision
+  std::uint64_t batch = 0;            // samples per GPU per step
+  double samples_per_s = 0;           // one GPU, compute only (no other GPU to talk to)
+  std::string source;
+};
+const std::vector<MeasuredThroughput>& measured_throughputs();
+// The entry for (model, gpu, precision) whose batch is nearest `batch` (equal when one is), or
+// nullptr.
+const MeasuredThroughput* find_throughput(const std::string& model, const std::string& gpu, const std::string& precision,
+                                          std::uint64_t batch);
+
 }  // namespace rdmalab::workloads

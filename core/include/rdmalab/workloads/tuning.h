@@ -21,6 +21,8 @@ namespace rdmalab::workloads {
 // fence and a flag per step.
 enum class Protocol { ll, ll128, simple };
 const char* protocol_name(Protocol p) noexcept;  // "LL", "LL128", "Simple" (NCCL's spelling)
+// workload.protocol's spelling ("ll", "ll128", "simple"); nullopt for "auto".
+std::optional<Protocol> parse_protocol(const std::string& s);
 
 // NVLS moves data on NVLink with multimem loads and stores, which reach nvlsEfficiency of what
 // NCCL's ring kernels reach there (src/graph/tuning.cc: Hopper 0.85, Blackwell 0.74): the wire
@@ -116,6 +118,10 @@ struct CollectiveChoice {
 };
 CollectiveChoice choose_collective(Collective c, std::uint64_t bytes, int ranks, const NodeShape& shape, bool model_protocols,
                                    std::optional<Algorithm> algo, std::optional<Protocol> proto);
+// `plan` as it runs with the choice's protocol: the protocol's chunk (or `chunk` when not 0:
+// workload.chunk), and where the backend models time (`modelled`) its framing and step latencies.
+Plan with_protocol(Plan plan, const CollectiveChoice& choice, std::uint64_t chunk, std::size_t elem, bool modelled);
+
 // The NCCL algorithm an rdmalab algorithm is (ring and chain: Ring, tree: Tree, nvls: NVLS); the
 // others are not NCCL's and are costed as rings.
 TunedAlgo tuned_algo_of(Algorithm a) noexcept;
