@@ -142,27 +142,15 @@ void add_presets(Schema& s) {
                  {"fabric.cpu.vendor", "intel"},
                  // Third-generation NVSwitch: NVLink SHARP in-network reductions (DGX H100 brief).
                  {"fabric.node.nvswitch.reduce", "true"}}}));
-  s.add_preset(with_dgx({"fabric.preset", "cx7-ndr-h200",
-                "DGX H200-class node: 8 H200 (the H100 node with HBM3e), 8 ConnectX-7 NDR 400 Gb/s, 4 PCIe Gen5 switches each with 2 GPUs and 2 NICs, "
-                "2 Intel Xeon 8480C sockets",
-                {{"fabric.link.bandwidth", "400Gbps"},     // ConnectX-7 NDR InfiniBand, 400 Gb/s per port (product brief)
-                 {"fabric.link.latency", "15ns"},          // a cable of about 3 m at about 5 ns/m
-                 {"fabric.switch.latency", "130ns"},       // Quantum-2 NDR switch (QM9700): port to port, as HDR's (product brief)
-                 {"fabric.link_layer", "infiniband"},
-                 {"fabric.mtu", "4KiB"},
-                 {"fabric.nic.message_rate", "330e6"},     // ConnectX-7: 330-370 million messages/s (product brief)
-                 {"fabric.nic.latency", "300ns"},
-                 {"fabric.node.pcie.bandwidth", "63GB/s"},    // PCIe Gen5 x16: 32 GT/s × 16 × 128/130 / 8
-                 {"fabric.node.socket.bandwidth", "60GB/s"},  // 4 UPI 2.0 links at 16 GT/s, order of magnitude
-                 {"fabric.node.memory.bandwidth", "307.2GB/s"},  // 8 channels DDR5-4800 per socket
-                 {"fabric.node.nvlink.bandwidth", "450GB/s"},  // H100 NVLink 4: 18 links × 25 GB/s each direction
-                 // NCCL's model of one NVLink 4 link: 20.6 GB/s of data (src/graph/topo.h, SM90_NVLINK_BW) of 25.
-                 {"fabric.node.nvlink.efficiency", "0.824"},
-                 {"fabric.node.gpu.memory_bandwidth", "4.8TB/s"},  // H200 SXM HBM3e (datasheet)
-                 {"fabric.gpu.model", "h200"},  // and so the generation: hopper
-                 {"fabric.cpu.vendor", "intel"},
-                 // Third-generation NVSwitch: NVLink SHARP in-network reductions (DGX H200 brief: the DGX H100 system board).
-                 {"fabric.node.nvswitch.reduce", "true"}}}));
+  // DGX H200: the DGX H100 system with H200 GPUs (HBM3e); everything else as above.
+  Schema::Preset h200 = s.presets().back();
+  h200.name = "cx7-ndr-h200";
+  h200.source = "DGX H200-class node: the cx7-ndr-h100 node with 8 H200 (HBM3e 4.8 TB/s)";
+  for (auto& [key, value] : h200.values) {
+    if (key == "fabric.node.gpu.memory_bandwidth") value = "4.8TB/s";  // H200 SXM HBM3e (datasheet)
+    if (key == "fabric.gpu.model") value = "h200";
+  }
+  s.add_preset(std::move(h200));
 }
 
 

@@ -144,6 +144,19 @@ double fwd_time(const Params& p, const ModelLayer& l, double samples) {
   return l.fwd_flops_per_sample * samples / p.gpu_rate;
 }
 
+// A plan built in group ranks, mapped to the group's global ranks and its block of channels.
+Plan to_group(Plan plan, const std::vector<int>& members, int chan_base) {
+  for (auto& s : plan.sends) {
+    s.peer = members[static_cast<std::size_t>(s.peer)];
+    s.chan += chan_base;
+  }
+  for (auto& r : plan.recvs) {
+    r.peer = members[static_cast<std::size_t>(r.peer)];
+    r.chan += chan_base;
+  }
+  return plan;
+}
+
 // The plan of an all-reduce over a group (`members`, this rank `me` in it), with NCCL's algorithm
 // and protocol for the size (tuning.h) unless the scenario names them, and NCCL's channels.
 // NVLink SHARP is left out: a step's collectives run on the engine.
@@ -165,31 +178,15 @@ Plan tuned_all_reduce(RankEnv& env, const Params& p, const std::vector<int>& mem
   a.channels = uses_channels(Collective::all_reduce, ch.algo) ? auto_channels(n, shape.ranks_per_node, shape.nics) : 1;
   Plan plan = with_protocol(build_plan(a), ch, p.chunk_set ? p.chunk : 0, es, modelled);
   if (what) *what = fmt::format("{}/{}, {} channel{}", algorithm_name(ch.algo), protocol_name(ch.proto), a.channels, a.channels == 1 ? "" : "s");
-  for (auto& s : plan.sends) {
-    s.peer = members[static_cast<std::size_t>(s.peer)];
-    s.chan += chan_base;
-  }
-  for (auto& r : plan.recvs) {
-    r.peer = members[static_cast<std::size_t>(r.peer)];
-    r.chan += chan_base;
-  }
-  return plan;
+  return to_group(std::move(plan), members, chan_base);
 }
 
-// A plan over a group of ranks: built in group ranks, then mapped to global ranks and a channel.
+// A plan over a group of ranks.
 Plan group_plan(Collective coll, Algorithm algo, const std::vector<int>& members, int me, std::uint64_t count, std::size_t es, bool in_place,
                 int chan_base) {
   CollectiveArgs a{coll, algo, me, static_cast<int>(members.size()), 0, count, es, in_place};
   Plan plan = build_plan(a);
-  for (auto& s : plan.sends) {
-    s.peer = members[static_cast<std::size_t>(s.peer)];
-    s.chan += chan_base;
-  }
-  for (auto& r : plan.recvs) {
-    r.peer = members[static_cast<std::size_t>(r.peer)];
-    r.chan += chan_base;
-  }
-  return plan;
+  return to_group(std::move(plan), members, chan_base);
 }
 
 // Adds the seconds a compute phase takes, progressing the engine between slices while anything
