@@ -566,6 +566,23 @@ Status check_training(const Scenario& sc, const Capabilities& caps, int ranks, b
                                                         sc.get_number("training.gpu_flops") / 1e12, g->product, tf32 ? "TF32" : "FP16/BF16",
                                                         peak / 1e12, g->source));
   }
+  // A named GPU with no measured throughput for the model: no default rate could claim to be
+  // that GPU's (400 TFLOP/s is above an A100's peak), so the scenario says it.
+  if (const GpuSpec* g = find_gpu(sc.get_string("fabric.gpu.model")); g && model != "custom" && !sc.is_set("training.gpu_flops") &&
+      !sc.is_set("training.layer_time")) {
+    const std::uint64_t batch =
+        sc.is_set("training.batch") ? static_cast<std::uint64_t>(sc.get_int("training.batch")) : find_preset(model)->default_batch;
+    if (!find_throughput(model, g->name, sc.get_string("training.precision"), batch)) {
+      std::string known;
+      for (const auto& m : measured_throughputs())
+        known += fmt::format("{}{} on {} ({})", known.empty() ? "" : ", ", m.model, m.gpu, m.precision);
+      return sc.error("training.model", fmt::format("rdmalab has no measured throughput of {} on the {} in {}: give training.gpu_flops "
+                                                    "(at most {:.4g} TFLOP/s) or training.layer_time; measured: {} (docs/training.md)",
+                                                    model, g->product, sc.get_string("training.precision"),
+                                                    (sc.get_string("training.precision") == "tf32" ? g->tf32_flops : g->tensor_flops) / 1e12,
+                                                    known));
+    }
+  }
   const int tp = static_cast<int>(sc.get_int("training.tensor_parallel"));
   if (pipeline) {
     if (ranks < 2) return sc.error("fabric.nodes", "a pipeline needs at least 2 stages (ranks)");

@@ -177,6 +177,8 @@ TEST(Training, BadParametersAreRefusedWithTheKey) {
       // A rate above the named GPU's dense peak is not physically possible.
       {{"workload.type=train_dp", "fabric.gpu.model=a100", "training.gpu_flops=400e12"}, "training.gpu_flops"},
       {{"workload.type=train_dp", "fabric.gpu.model=h100", "training.precision=tf32", "training.gpu_flops=600e12"}, "training.gpu_flops"},
+      // A named GPU the model has no measured throughput on, and no rate given.
+      {{"workload.type=train_dp", "fabric.gpu.model=h100", "training.model=gpt3-175b"}, "training.model"},
       // A named GPU and a generation that is not its own.
       {{"workload.type=train_dp", "fabric.gpu.model=a100", "fabric.gpu.generation=hopper"}, "fabric.gpu.generation"},
   };
