@@ -18,6 +18,8 @@ struct GpuSpec {
   double tf32_flops = 0;    // dense TF32 tensor-core FLOP/s
   double memory_bw = 0;     // HBM bytes/s
   std::string source;
+  // The dense tensor-core peak for a training precision (training.precision: "tf32", else FP16/BF16).
+  double peak_flops(const std::string& precision) const { return precision == "tf32" ? tf32_flops : tensor_flops; }
 };
 
 const std::vector<GpuSpec>& gpu_specs();

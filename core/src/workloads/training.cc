@@ -213,7 +213,7 @@ void add_compute_figures(ResultRow& row, const Params& p, double flops_per_gpu) 
   if (row.time_s <= 0 || p.fwd_flops <= 0) return;
   const double rate = flops_per_gpu / row.time_s;
   row.extra["model_tflops"] = rate / 1e12;
-  if (p.gpu) row.extra["mfu"] = rate / (p.precision == "tf32" ? p.gpu->tf32_flops : p.gpu->tensor_flops);
+  if (p.gpu) row.extra["mfu"] = rate / p.gpu->peak_flops(p.precision);
 }
 
 struct Bucket {
@@ -558,29 +558,24 @@ Status check_training(const Scenario& sc, const Capabilities& caps, int ranks, b
   } else if (sc.is_set("training.layers")) {
     return sc.error("training.layers", fmt::format("training.model is the preset '{}': set training.model: custom to give layers", model));
   }
-  if (const GpuSpec* g = find_gpu(sc.get_string("fabric.gpu.model")); g && sc.is_set("training.gpu_flops")) {
-    const bool tf32 = sc.get_string("training.precision") == "tf32";
-    const double peak = tf32 ? g->tf32_flops : g->tensor_flops;
-    if (sc.get_number("training.gpu_flops") > peak)
+  if (const GpuSpec* g = find_gpu(sc.get_string("fabric.gpu.model"))) {
+    const std::string precision = sc.get_string("training.precision");
+    const double peak = g->peak_flops(precision);
+    if (sc.is_set("training.gpu_flops") && sc.get_number("training.gpu_flops") > peak)
       return sc.error("training.gpu_flops", fmt::format("{:.4g} TFLOP/s is above the {}'s dense {} peak of {:.4g} TFLOP/s ({})",
-                                                        sc.get_number("training.gpu_flops") / 1e12, g->product, tf32 ? "TF32" : "FP16/BF16",
-                                                        peak / 1e12, g->source));
-  }
-  // A named GPU with no measured throughput for the model: no default rate could claim to be
-  // that GPU's (400 TFLOP/s is above an A100's peak), so the scenario says it.
-  if (const GpuSpec* g = find_gpu(sc.get_string("fabric.gpu.model")); g && model != "custom" && !sc.is_set("training.gpu_flops") &&
-      !sc.is_set("training.layer_time")) {
-    const std::uint64_t batch =
-        sc.is_set("training.batch") ? static_cast<std::uint64_t>(sc.get_int("training.batch")) : find_preset(model)->default_batch;
-    if (!find_throughput(model, g->name, sc.get_string("training.precision"), batch)) {
+                                                        sc.get_number("training.gpu_flops") / 1e12, g->product,
+                                                        precision == "tf32" ? "TF32" : "FP16/BF16", peak / 1e12, g->source));
+    // No measured throughput of the model on this GPU (at any batch: the nearest is used) and no
+    // rate given: no default rate could claim to be this GPU's (400 TFLOP/s is above an A100's
+    // peak), so the scenario says it.
+    if (model != "custom" && !sc.is_set("training.gpu_flops") && !sc.is_set("training.layer_time") &&
+        !find_throughput(model, g->name, precision, 0)) {
       std::string known;
       for (const auto& m : measured_throughputs())
         known += fmt::format("{}{} on {} ({})", known.empty() ? "" : ", ", m.model, m.gpu, m.precision);
       return sc.error("training.model", fmt::format("rdmalab has no measured throughput of {} on the {} in {}: give training.gpu_flops "
                                                     "(at most {:.4g} TFLOP/s) or training.layer_time; measured: {} (docs/training.md)",
-                                                    model, g->product, sc.get_string("training.precision"),
-                                                    (sc.get_string("training.precision") == "tf32" ? g->tf32_flops : g->tensor_flops) / 1e12,
-                                                    known));
+                                                    model, g->product, precision, peak / 1e12, known));
     }
   }
   const int tp = static_cast<int>(sc.get_int("training.tensor_parallel"));

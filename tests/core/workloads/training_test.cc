@@ -129,7 +129,7 @@ TEST(MeasuredThroughputs, EveryEntryIsPhysicallyPossibleAndNamesItsSource) {
     for (const auto& l : model->layers) fwd += l.fwd_flops_per_sample;
     // Forward and backward FLOPs per second the figure implies, under the precision's peak.
     const double rate = 3 * fwd * m.samples_per_s;
-    EXPECT_LT(rate, m.precision == "tf32" ? gpu->tf32_flops : gpu->tensor_flops) << m.model << " " << m.gpu << " " << m.precision;
+    EXPECT_LT(rate, gpu->peak_flops(m.precision)) << m.model << " " << m.gpu << " " << m.precision;
   }
   // Nearest batch when none is equal; nothing for a GPU with no entry.
   EXPECT_EQ(find_throughput("resnet50", "a100", "amp", 64)->batch, 256u);
