@@ -3,6 +3,8 @@
 // the RDMA devices, and how each GPU sits relative to each NIC on PCIe (as nvidia-smi topo -m).
 #include "doctor.h"
 
+#include "commands.h"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -179,6 +181,13 @@ int cmd_doctor(bool json) {
   else
     for (const auto& l : lines) fmt::print("{}\n", l);
   return 0;
+}
+
+Command add_doctor(CLI::App& app) {
+  auto json = std::make_shared<bool>(false);
+  auto* doctor = app.add_subcommand("doctor", "check what GPUDirect RDMA needs here: GPUs, dmabuf, nvidia_peermem, RDMA devices, GPU-NIC PCIe affinity");
+  doctor->add_flag("--json", *json, "print JSON");
+  return {doctor, [json] { return cmd_doctor(*json); }};
 }
 
 }  // namespace rdmalab

@@ -9,6 +9,8 @@
 // of the suite is above --median (5 % unless given).
 #include "validation.h"
 
+#include "commands.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -197,6 +199,19 @@ int cmd_validation(const std::vector<std::string>& args, const std::string& json
     }
   }
   return outside || failed || !median_ok ? 1 : 0;
+}
+
+Command add_validation(CLI::App& app) {
+  auto cases = std::make_shared<std::vector<std::string>>(std::vector<std::string>{"tests/validation"});
+  auto json = std::make_shared<std::string>();
+  auto median = std::make_shared<double>(5);
+  auto* validation = app.add_subcommand("validation",
+                                        "run the validation cases (published measurements) on the model and print case, published, predicted, "
+                                        "ratio (docs/validation.md)");
+  validation->add_option("cases", *cases, "case files or folders of them (default: tests/validation)");
+  validation->add_option("--json", *json, "also write the table as JSON to this file");
+  validation->add_option("--median", *median, "largest median |error| of the suite that passes, in percent (default 5)")->check(CLI::Range(0.0, 100.0));
+  return {validation, [=] { return cmd_validation(*cases, *json, *median / 100); }};
 }
 
 }  // namespace rdmalab

@@ -22,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/soft_rc/soft_rc.h"
 #include "rdmalab/scenario.h"
 #include "rdmalab/run.h"
 
@@ -256,8 +257,7 @@ class LbQp final : public QueuePair {
   QpCaps caps() const override { return caps_; }
   Status to_init() override { return transition(QpState::reset, QpState::init, nullptr); }
   Status to_rtr(const QpConnectAttr& attr) override {
-    if (attr.rnr_retry > 7 || attr.retry_cnt > 7)
-      return Status(Errc::invalid_argument, "retry_cnt and rnr_retry are 3-bit counters (0..7)");
+    RDMALAB_TRY(soft_rc::check_connect(attr));
     return transition(QpState::init, QpState::rtr, &attr);
   }
   Status to_rts() override { return transition(QpState::rtr, QpState::rts, nullptr); }
@@ -290,24 +290,13 @@ class LbQp final : public QueuePair {
       sq_.pop_front();
     }
     while (!rq_.empty()) {
-      Completion wc;
-      wc.wr_id = rq_.front().wr_id;
-      wc.opcode = WcOpcode::recv;
-      wc.status = WcStatus::wr_flush_err;
-      wc.qp_num = qpn_;
-      rcq_.push(Cqe{wc, this, 0, false});
+      rcq_.push(Cqe{soft_rc::flushed_receive(rq_.front().wr_id, qpn_), this, 0, false});
       rq_.pop_front();
     }
   }
   void complete_send(const PendingSend& p, WcStatus st, std::uint32_t byte_len, bool force) {
     if (!p.wr.signaled && st == WcStatus::success && !force) return;
-    Completion wc;
-    wc.wr_id = p.wr.wr_id;
-    wc.status = st;
-    wc.byte_len = byte_len;
-    wc.qp_num = qpn_;
-    wc.opcode = wc_opcode_for(p.wr.opcode);
-    scq_.push(Cqe{wc, this, p.seq, true});
+    scq_.push(Cqe{soft_rc::send_completion(p.wr.wr_id, p.wr.opcode, st, byte_len, qpn_), this, p.seq, true});
   }
 
   Fabric& f_;
@@ -329,11 +318,8 @@ class LbQp final : public QueuePair {
  private:
   Status transition(QpState from, QpState to, const QpConnectAttr* attr) {
     std::lock_guard<std::mutex> lock(f_.mu_);
-    if (state_ != from)
-      return Status(Errc::invalid_state, fmt::format("QP {:#x}: cannot move from {} to {} (only from {})", qpn_, qp_state_name(state_),
-                                                     qp_state_name(to), qp_state_name(from)));
+    RDMALAB_TRY(soft_rc::transition(state_, from, to, qpn_));
     if (attr) conn_ = *attr;
-    state_ = to;
     return Status::ok();
   }
 };
@@ -377,12 +363,8 @@ Status LbQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index) {
       if (bad_index) *bad_index = i;
       return Status(code, fmt::format("QP {:#x}: {}", qpn_, msg));
     };
-    if (state_ != QpState::rts && state_ != QpState::err)
-      return fail(Errc::invalid_state, fmt::format("post_send needs the QP in RTS (it is in {})", qp_state_name(state_)));
     std::uint64_t len = 0;
-    if (Status bad = check_send_wr(wr, caps_, len); !bad) return fail(bad.code(), bad.message());
-    if (posted_ - retired_ >= caps_.max_send_wr)
-      return fail(Errc::no_memory, fmt::format("send queue full ({} outstanding): poll completions before posting more", caps_.max_send_wr));
+    if (Status bad = soft_rc::check_post_send(state_, wr, caps_, posted_ - retired_, caps_.max_send_wr, len); !bad) return fail(bad.code(), bad.message());
     PendingSend p;
     p.wr = wr;
     p.sges.assign(wr.sg_list.begin(), wr.sg_list.end());
@@ -405,23 +387,13 @@ Status LbQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index) {
 Status LbQp::post_recv(std::span<const RecvWr> wrs, std::size_t* bad_index) {
   std::lock_guard<std::mutex> lock(f_.mu_);
   for (std::size_t i = 0; i < wrs.size(); ++i) {
-    if (state_ == QpState::reset) {
+    if (Status bad = soft_rc::check_post_recv(state_, wrs[i], caps_.max_recv_sge, rq_.size(), caps_.max_recv_wr, qpn_); !bad) {
       if (bad_index) *bad_index = i;
-      return Status(Errc::invalid_state, fmt::format("QP {:#x}: post_recv needs the QP in INIT or later (it is in RESET)", qpn_));
-    }
-    if (wrs[i].sg_list.size() > caps_.max_recv_sge || rq_.size() >= caps_.max_recv_wr) {
-      if (bad_index) *bad_index = i;
-      return Status(rq_.size() >= caps_.max_recv_wr ? Errc::no_memory : Errc::invalid_argument,
-                    fmt::format("QP {:#x}: receive queue full or too many SGEs", qpn_));
+      return bad;
     }
     PendingRecv r{wrs[i].wr_id, {wrs[i].sg_list.begin(), wrs[i].sg_list.end()}};
     if (state_ == QpState::err) {
-      Completion wc;
-      wc.wr_id = r.wr_id;
-      wc.opcode = WcOpcode::recv;
-      wc.status = WcStatus::wr_flush_err;
-      wc.qp_num = qpn_;
-      rcq_.push(Cqe{wc, this, 0, false});
+      rcq_.push(Cqe{soft_rc::flushed_receive(r.wr_id, qpn_), this, 0, false});
       continue;
     }
     rq_.push_back(std::move(r));
@@ -509,25 +481,22 @@ void Fabric::execute(LbQp* qp, Clock::time_point now, Clock::time_point& next_de
   };
   auto rit = qps_.find(qp->conn_.remote.qpn);
   LbQp* peer = rit == qps_.end() ? nullptr : rit->second;
-  if (!peer || (peer->state_ != QpState::rtr && peer->state_ != QpState::rts)) {
+  if (!peer || !soft_rc::responds(peer->state_)) {
     // The responder is gone or not ready: a real NIC retries retry_cnt times, then gives up.
     fail(WcStatus::retry_exc_err);
     return;
   }
-  const bool atomic = p.wr.opcode == SendOpcode::atomic_fetch_add || p.wr.opcode == SendOpcode::atomic_cmp_swap;
-  const bool reads_into_local = p.wr.opcode == SendOpcode::rdma_read || atomic;
-  std::uint64_t len = 0;
-  if (!p.wr.inline_data) {
-    for (const auto& s : p.sges) {
-      if (!local_ok(s, qp->pd_, reads_into_local)) {
-        fail(WcStatus::loc_prot_err);
-        return;
-      }
-      len += s.length;
-    }
-  } else {
-    len = p.inline_bytes.size();
+  const SendOpcode oc = p.wr.opcode;
+  if (const WcStatus local = soft_rc::local_verdict(oc, p.wr.inline_data, p.sges, [&](const Sge& s, bool write) { return local_ok(s, qp->pd_, write); });
+      local != WcStatus::success) {
+    fail(local);
+    return;
   }
+  std::uint64_t len = 0;
+  if (p.wr.inline_data)
+    len = p.inline_bytes.size();
+  else
+    for (const auto& s : p.sges) len += s.length;
   // Gathers the local payload (inline copy or SGEs).
   auto gather = [&](std::uint8_t* dst) {
     if (p.wr.inline_data) {
@@ -539,31 +508,17 @@ void Fabric::execute(LbQp* qp, Clock::time_point now, Clock::time_point& next_de
       dst += s.length;
     }
   };
-
-  std::uint32_t need = 0;
-  switch (p.wr.opcode) {
-    case SendOpcode::rdma_write:
-    case SendOpcode::rdma_write_with_imm: need = kAccessRemoteWrite; break;
-    case SendOpcode::rdma_read: need = kAccessRemoteRead; break;
-    case SendOpcode::atomic_fetch_add:
-    case SendOpcode::atomic_cmp_swap: need = kAccessRemoteAtomic; break;
-    default: break;
-  }
-  if (need && len > 0 && !remote_ok(p.wr.rkey, p.wr.remote_addr, len, peer->pd_, need)) {
-    fail(WcStatus::rem_access_err);
-    return;
-  }
-  if (atomic && p.wr.remote_addr % 8 != 0) {
-    fail(WcStatus::rem_inv_req_err);
+  const WcStatus verdict =
+      soft_rc::remote_verdict(oc, p.wr.remote_addr, len, [&](std::uint32_t need) { return remote_ok(p.wr.rkey, p.wr.remote_addr, len, peer->pd_, need); });
+  if (verdict != WcStatus::success) {
+    fail(verdict);
     return;
   }
 
-  // Operations that consume a receive at the responder.
-  const bool consumes_recv = p.wr.opcode == SendOpcode::send || p.wr.opcode == SendOpcode::send_with_imm ||
-                             p.wr.opcode == SendOpcode::rdma_write_with_imm;
+  const bool consumes_recv = soft_rc::consumes_receive(oc);
   if (consumes_recv && peer->rq_.empty()) {
     // Receiver not ready: NAK, wait the RNR timer, retry; rnr_retry 7 means forever.
-    if (qp->conn_.rnr_retry != 7 && p.rnr_attempts >= qp->conn_.rnr_retry) {
+    if (!soft_rc::rnr_retries(p.rnr_attempts, qp->conn_.rnr_retry)) {
       fail(WcStatus::rnr_retry_exc_err);
       return;
     }
@@ -575,7 +530,7 @@ void Fabric::execute(LbQp* qp, Clock::time_point now, Clock::time_point& next_de
   }
 
   std::uint32_t byte_len = static_cast<std::uint32_t>(len);
-  switch (p.wr.opcode) {
+  switch (oc) {
     case SendOpcode::rdma_write:
     case SendOpcode::rdma_write_with_imm:
       if (len) gather(reinterpret_cast<std::uint8_t*>(p.wr.remote_addr));
@@ -592,17 +547,20 @@ void Fabric::execute(LbQp* qp, Clock::time_point now, Clock::time_point& next_de
     }
     case SendOpcode::atomic_fetch_add:
     case SendOpcode::atomic_cmp_swap: {
-      if (on_gpu(p.wr.rkey)) {  // this reference backend does not emulate atomics on GPU memory
-        fail(WcStatus::rem_op_err);
-        return;
-      }
+      // The NIC reads the target, applies the operation and writes it back, as a ConnectX does over
+      // PCIe (GPU memory included: move() is the GPU's copy there); the engine thread holds mu_,
+      // so no other request of the fabric runs in between.
       auto* target = reinterpret_cast<std::uint64_t*>(p.wr.remote_addr);
-      std::uint64_t old = __atomic_load_n(target, __ATOMIC_SEQ_CST);
-      if (p.wr.opcode == SendOpcode::atomic_fetch_add)
-        __atomic_store_n(target, old + p.wr.compare_add, __ATOMIC_SEQ_CST);
-      else if (old == p.wr.compare_add)
-        __atomic_store_n(target, p.wr.swap, __ATOMIC_SEQ_CST);
-      std::memcpy(reinterpret_cast<void*>(p.sges[0].addr), &old, 8);
+      std::uint64_t old = 0;
+      if (on_gpu(p.wr.rkey)) {
+        move(&old, target, 8);
+        const std::uint64_t now_value = soft_rc::atomic_result(oc, old, p.wr.compare_add, p.wr.swap);
+        move(target, &now_value, 8);
+      } else {
+        old = __atomic_load_n(target, __ATOMIC_SEQ_CST);
+        __atomic_store_n(target, soft_rc::atomic_result(oc, old, p.wr.compare_add, p.wr.swap), __ATOMIC_SEQ_CST);
+      }
+      move(reinterpret_cast<void*>(p.sges[0].addr), &old, 8);
       break;
     }
     default: break;
@@ -611,42 +569,23 @@ void Fabric::execute(LbQp* qp, Clock::time_point now, Clock::time_point& next_de
   if (consumes_recv) {
     PendingRecv r = std::move(peer->rq_.front());
     peer->rq_.pop_front();
-    Completion wc;
-    wc.wr_id = r.wr_id;
-    wc.qp_num = peer->qpn_;
-    wc.has_imm = p.wr.opcode != SendOpcode::send;
-    wc.imm = p.wr.imm;
-    wc.byte_len = byte_len;
-    if (p.wr.opcode == SendOpcode::rdma_write_with_imm) {
-      wc.opcode = WcOpcode::recv_rdma_with_imm;
-    } else {
-      wc.opcode = WcOpcode::recv;
-      std::uint64_t room = 0;
-      bool prot_ok = true;
-      for (const auto& s : r.sges) {
-        room += s.length;
-        prot_ok = prot_ok && local_ok(s, peer->pd_, true);
-      }
-      if (!prot_ok || room < len) {
+    Completion wc = soft_rc::receive_completion(r.wr_id, peer->qpn_, oc, p.wr.imm, byte_len);
+    if (oc != SendOpcode::rdma_write_with_imm) {
+      const soft_rc::Placement at = soft_rc::place(r.sges, len, [&](const Sge& s) { return local_ok(s, peer->pd_, true); });
+      if (!at.ok()) {
         // The responder cannot place the message: it fails its receive and the requester sees
         // the NAK; both QPs go to ERR.
-        wc.status = prot_ok ? WcStatus::loc_len_err : WcStatus::loc_prot_err;
+        wc.status = at.receiver;
         wc.byte_len = 0;
         peer->rcq_.push(Cqe{wc, peer, 0, false});
         peer->enter_error();
-        fail(prot_ok ? WcStatus::rem_inv_req_err : WcStatus::rem_op_err);
+        fail(at.requester);
         return;
       }
       std::vector<std::uint8_t> tmp(len);
       gather(tmp.data());
-      const std::uint8_t* src = tmp.data();
-      std::uint64_t left = len;
-      for (const auto& s : r.sges) {
-        std::uint64_t n = std::min<std::uint64_t>(left, s.length);
-        move(reinterpret_cast<void*>(s.addr), src, n);
-        src += n;
-        left -= n;
-      }
+      soft_rc::scatter(r.sges, tmp.data(), len,
+                       [&](std::uint64_t dst, const std::uint8_t* src, std::uint64_t n) { move(reinterpret_cast<void*>(dst), src, n); });
       if (!r.sges.empty()) maybe_corrupt(r.sges[0].addr, std::min<std::uint64_t>(len, r.sges[0].length));
     }
     peer->rcq_.push(Cqe{wc, peer, 0, false});
@@ -776,7 +715,10 @@ class WallRuntime final : public Runtime {
  public:
   WallRuntime(Clock::time_point t0, Fabric& f) : t0_(t0), f_(f) {}
   double now() override { return std::chrono::duration<double>(Clock::now() - t0_).count(); }
-  void compute(double seconds) override { std::this_thread::sleep_for(std::chrono::duration<double>(seconds)); }
+  Status compute(double seconds) override {
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    return Status::ok();
+  }
   Status wait_for_byte(const volatile std::uint8_t* addr, std::uint8_t value, double timeout_s) override {
     auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
     for (std::uint64_t spins = 0;; ++spins) {

@@ -635,7 +635,7 @@ Status VQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index) {
     const bool atomic = is_atomic(w.opcode);
     if (Status bad = check_send_wr(w, caps_, len); !bad) return refuse_at(i, Errc::invalid_argument, bad.message());
     if (sq_posted_ + i - sq_retired_ >= caps_.max_send_wr)
-      return refuse_at(i, Errc::no_memory,
+      return refuse_at(i, Errc::queue_full,
                        fmt::format("send queue full ({} outstanding): poll completions before posting more", caps_.max_send_wr));
     ibv_send_wr& r = v[i];
     r = ibv_send_wr{};
@@ -702,7 +702,7 @@ Status VQp::post_recv(std::span<const RecvWr> wrs, std::size_t* bad_index) {
   for (std::size_t i = 0; i < wrs.size(); ++i) {
     if (rq_posted_ + i - rq_retired_ >= caps_.max_recv_wr || wrs[i].sg_list.size() > caps_.max_recv_sge) {
       if (bad_index) *bad_index = i;
-      refused = Status(wrs[i].sg_list.size() > caps_.max_recv_sge ? Errc::invalid_argument : Errc::no_memory,
+      refused = Status(wrs[i].sg_list.size() > caps_.max_recv_sge ? Errc::invalid_argument : Errc::queue_full,
                        fmt::format("QP {:#x}: receive queue full or too many SGEs", qp_->qp_num));
       count = i;
       break;
@@ -884,7 +884,10 @@ class WallRuntime final : public Runtime {
  public:
   explicit WallRuntime(Bootstrap* boot) : t0_(Clock::now()), boot_(boot) {}
   double now() override { return std::chrono::duration<double>(Clock::now() - t0_).count(); }
-  void compute(double seconds) override { std::this_thread::sleep_for(std::chrono::duration<double>(seconds)); }
+  Status compute(double seconds) override {
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    return Status::ok();
+  }
   Status wait_for_byte(const volatile std::uint8_t* addr, std::uint8_t value, double timeout_s) override {
     // Busy-polls the memory, as ib_write_lat does; the clock is read only every 64Ki spins.
     Clock::time_point deadline{};

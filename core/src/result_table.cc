@@ -104,4 +104,143 @@ std::string result_table_csv(const ResultTable& t) {
   return out;
 }
 
+// ---------------------------------------------------------------------------------------------
+// The terminal's text: perftest's tables for bandwidth and latency rows, nccl-tests' for
+// collectives, one block per training row.
+
+namespace {
+
+using Out = std::back_insert_iterator<std::string>;
+
+bool is_collective_row(const ResultRow& r) { return r.extra.count("busbw_gbps") > 0; }
+
+
+// The algorithm, its protocol and, where it was split over several, the channels:
+// "ring, LL128, 8 channels".
+std::string algorithm_text(const ResultRow& r) {
+  std::string out = note(r, "algorithm");
+  if (const std::string pr = note(r, "protocol"); !pr.empty()) out += ", " + pr;
+  const std::string ch = note(r, "channels");
+  if (!ch.empty() && ch != "1") out += fmt::format(", {} channels", ch);
+  return out;
+}
+
+// nccl-tests' table: one line per size, out-of-place then in-place columns.
+void collective_table(Out text, const std::vector<const ResultRow*>& rows) {
+  fmt::format_to(text, "#{:>62}{:>36}\n", "out-of-place", "in-place");
+  fmt::format_to(text, "#{:>11} {:>12} {:>9} {:>6} {:>6} {:>9} {:>7} {:>7} {:>6} {:>9} {:>7} {:>7} {:>6}\n", "size", "count", "type", "redop", "root",
+             "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
+  fmt::format_to(text, "#{:>11} {:>12} {:>9} {:>6} {:>6} {:>9} {:>7} {:>7} {:>6} {:>9} {:>7} {:>7} {:>6}\n", "(B)", "(elements)", "", "", "", "(us)",
+             "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+  auto cols = [](const ResultRow* r) {
+    if (!r) return fmt::format("{:>9} {:>7} {:>7} {:>6}", "N/A", "N/A", "N/A", "N/A");
+    return fmt::format("{:>9.2f} {:>7.2f} {:>7.2f} {:>6}", r->time_s * 1e6, r->extra.at("algbw_gbps"), r->extra.at("busbw_gbps"), r->errors);
+  };
+  for (std::size_t i = 0; i < rows.size();) {
+    const ResultRow* out = nullptr;
+    const ResultRow* in = nullptr;
+    const ResultRow* first = rows[i];
+    for (; i < rows.size() && rows[i]->bytes == first->bytes && rows[i]->workload == first->workload; ++i) {
+      if (note(*rows[i], "placement") == "in-place") {
+        if (in) break;
+        in = rows[i];
+      } else {
+        if (out || in) break;
+        out = rows[i];
+      }
+    }
+    fmt::format_to(text, " {:>11} {:>12} {:>9} {:>6} {:>6} {} {}   {}\n", first->bytes, static_cast<std::uint64_t>(first->extra.at("count")),
+               note(*first, "type"), note(*first, "redop"), note(*first, "root"), cols(out), cols(in), algorithm_text(*first));
+  }
+}
+
+bool is_training_row(const ResultRow& r) { return r.extra.count("step_ms") > 0; }
+
+void training_row(Out out, const ResultRow& r) {
+  if (r.workload == "train_pp") {
+    fmt::format_to(out, "{:>12} {:>28} {:>10} {:>11} {:>10} {:>9} {:>9} {:>12} {:>7}\n", "model", "parallelism", "step[ms]", "compute[ms]", "bubble[ms]",
+               "bubble", "ideal", "samples/s", "#wrong");
+    fmt::format_to(out, "{:>12} {:>28} {:>10.3f} {:>11.3f} {:>10.3f} {:>8.1f}% {:>8.1f}% {:>12.1f} {:>7}\n", note(r, "model"), note(r, "parallelism"),
+               extra(r, "step_ms"), extra(r, "compute_ms"), extra(r, "bubble_ms"), 100 * extra(r, "bubble_fraction"),
+               100 * extra(r, "ideal_bubble_fraction"), extra(r, "samples_per_s"), r.errors);
+    return;
+  }
+  fmt::format_to(out, "{:>12} {:>20} {:>14} {:>8} {:>10} {:>11} {:>9} {:>12} {:>12} {:>7}\n", "model", "parallelism", "grad bytes", "buckets", "step[ms]",
+             "compute[ms]", "comm[ms]", "exposed[ms]", "samples/s", "#wrong");
+  fmt::format_to(out, "{:>12} {:>20} {:>14} {:>8} {:>10.3f} {:>11.3f} {:>9.3f} {:>12.3f} {:>12.1f} {:>7}\n", note(r, "model"), note(r, "parallelism"),
+             r.bytes, static_cast<int>(extra(r, "buckets")), extra(r, "step_ms"), extra(r, "compute_ms"), extra(r, "comm_ms"),
+             extra(r, "exposed_ms"), extra(r, "samples_per_s"), r.errors);
+}
+
+}  // namespace
+
+std::string result_text(const std::vector<ResultRow>& rows) {
+  std::string text;
+  Out out = std::back_inserter(text);
+  bool header_bw = false, header_lat = false;
+  std::vector<const ResultRow*> coll;
+  for (const auto& r : rows)
+    if (is_collective_row(r)) coll.push_back(&r);
+  if (!coll.empty()) collective_table(out, coll);
+  for (const auto& r : rows)
+    if (is_training_row(r)) training_row(out, r);
+  for (const auto& r : rows) {
+    if (is_collective_row(r) || is_training_row(r)) continue;
+    if (r.lat) {
+      if (!header_lat) {
+        if (!note(r, "data_path").empty()) fmt::format_to(out, "# data path: {}\n", note(r, "data_path"));
+        fmt::format_to(out, "{:>10} {:>12} {:>12} {:>12} {:>16} {:>12} {:>14} {:>14} {:>16} {:>8}\n", "#bytes", "#iterations", "t_min[usec]",
+                   "t_max[usec]", "t_typical[usec]", "t_avg[usec]", "t_stdev[usec]", "99% [usec]", "99.9% [usec]", "errors");
+        header_lat = true;
+      }
+      fmt::format_to(out, "{:>10} {:>12} {:>12.2f} {:>12.2f} {:>16.2f} {:>12.2f} {:>14.2f} {:>14.2f} {:>16.2f} {:>8}\n", r.bytes, r.iterations,
+                 r.lat->min_us, r.lat->max_us, r.lat->typical_us, r.lat->avg_us, r.lat->stdev_us, r.lat->p99_us, r.lat->p999_us, r.errors);
+    } else {
+      if (!header_bw) {
+        // What the figures add up: perftest's table is one pair's; rdmalab sums every pair.
+        const auto pairs = r.extra.count("pairs") ? static_cast<long>(r.extra.at("pairs")) : 1L;
+        const std::string path = note(r, "data_path");
+        if (pairs > 1 || !path.empty())
+          fmt::format_to(out, "# {}{}\n", pairs > 1 ? fmt::format("{} pairs: bandwidth and message rate summed over all of them; ", pairs) : "",
+                     path.empty() ? "" : "data path: " + path);
+        fmt::format_to(out, "{:>10} {:>12} {:>16} {:>19} {:>14} {:>19} {:>8}\n", "#bytes", "#iterations", "BW peak[Gb/sec]", "BW average[Gb/sec]",
+                   "MsgRate[Mpps]", "BW average[MiB/s]", "errors");
+        header_bw = true;
+      }
+      fmt::format_to(out, "{:>10} {:>12} {:>16.2f} {:>19.2f} {:>14.6f} {:>19.2f} {:>8}\n", r.bytes, r.iterations, r.bw_peak_gbps, r.bw_gbps,
+                 r.msg_rate_mpps, r.bw_gbps * 1e9 / 8 / 1048576.0, r.errors);
+    }
+  }
+  return text;
+}
+
+// --explain: NCCL's tuning model's candidates for each collective size (notes.tuning), and what
+// ran. One block per size (the in-place row repeats the out-of-place one's choice).
+std::string tuning_explanation(const std::vector<ResultRow>& rows) {
+  std::string text;
+  Out out = std::back_inserter(text);
+  bool any = false;
+  for (const auto& r : rows) {
+    if (!is_collective_row(r) || note(r, "placement") == "in-place") continue;
+    const std::string t = note(r, "tuning");
+    if (!any) fmt::format_to(out, "\n# NCCL's tuning model (NCCL 2.30 src/graph/tuning.cc; docs/collectives.md), per size:\n");
+    any = true;
+    if (t.empty()) {
+      fmt::format_to(out, "# {} {} B: not tuned by NCCL (point to point); ran {}\n", r.workload, r.bytes, algorithm_text(r));
+      continue;
+    }
+    fmt::format_to(out, "# {} {} B on {} ranks: ran {}; NCCL's model picks {}\n", r.workload, r.bytes, r.ranks, algorithm_text(r), note(r, "nccl_choice"));
+    std::size_t from = 0;
+    while (from < t.size()) {
+      std::size_t to = t.find("; ", from);
+      if (to == std::string::npos) to = t.size();
+      fmt::format_to(out, "#   {}\n", t.substr(from, to - from));
+      from = to + 2;
+    }
+  }
+  if (!any) fmt::format_to(out, "\n# --explain: no collective in this run, so no tuning to explain\n");
+  return text;
+}
+
+
 }  // namespace rdmalab

@@ -10,6 +10,7 @@ const char* errc_name(Errc code) noexcept {
     case Errc::not_supported: return "not_supported";
     case Errc::not_found: return "not_found";
     case Errc::no_memory: return "no_memory";
+    case Errc::queue_full: return "queue_full";
     case Errc::permission: return "permission";
     case Errc::timeout: return "timeout";
     case Errc::cq_overflow: return "cq_overflow";

@@ -108,3 +108,11 @@ const char* qp_state_name(QpState s) noexcept {
 }
 
 }  // namespace rdmalab
+
+namespace rdmalab::detail {
+
+Status unsupported(const char* operation) {
+  return Status(Errc::not_supported, fmt::format("{} is not implemented by this backend", operation));
+}
+
+}  // namespace rdmalab::detail

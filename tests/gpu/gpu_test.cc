@@ -224,6 +224,59 @@ TEST(GpuStaged, TheNicWorksOnTheBounceBufferAndSyncsMoveTheBytes) {
   EXPECT_TRUE(st.is_ok()) << st.to_string();
 }
 
+// Atomics on GPU memory: a ConnectX applies them over PCIe as on host memory, and so does the
+// loopback backend (it reads, applies and writes back with the GPU's copies).
+TEST(GpuLoopback, AtomicsOnGpuMemoryWorkAsOnHostMemory) {
+  REQUIRE_GPU();
+  auto backend = all_backends().make("loopback");
+  ASSERT_TRUE(backend.is_ok());
+  LaunchSpec spec;
+  spec.ranks = 2;
+  Status st = (*backend)->launch(spec, [&](RankEnv& env) -> Status {
+    MemoryProvider& mem = *gpu::cuda_memory();
+    RDMALAB_ASSIGN(auto pd, env.dev.alloc_pd());
+    RDMALAB_ASSIGN(auto cq, env.dev.create_cq(16));
+    RDMALAB_ASSIGN(auto qp, pd->create_qp(*cq, *cq, QpCaps{}));
+    RDMALAB_ASSIGN(Buffer buf, mem.allocate(64));
+    RDMALAB_ASSIGN(auto mr, pd->register_memory(buf.data(), 64, kAccessLocalWrite | kAccessRemoteAtomic, MemoryKind::cuda));
+    const std::uint64_t five = 5;
+    RDMALAB_TRY(mem.copy_bytes(buf.data(), &five, 8));  // the target, at offset 0 of rank 1's region
+    RDMALAB_ASSIGN(const RemoteBuffer peer, test::connect_to_other_rank(env, *qp, *mr));
+    if (env.rank == 0) {
+      const Sge result{buf.addr() + 8, 8, mr->lkey()};  // the old value lands in rank 0's GPU memory
+      auto atomic = [&](SendOpcode op, std::uint64_t compare_add, std::uint64_t swap) -> Result<std::uint64_t> {
+        SendWr wr;
+        wr.opcode = op;
+        wr.sg_list = std::span<const Sge>(&result, 1);
+        wr.remote_addr = peer.addr;
+        wr.rkey = peer.rkey;
+        wr.compare_add = compare_add;
+        wr.swap = swap;
+        RDMALAB_TRY(qp->post_send(std::span<const SendWr>(&wr, 1)));
+        Completion wc;
+        RDMALAB_ASSIGN(std::size_t n, cq->wait({&wc, 1}, 10.0));
+        EXPECT_EQ(n, 1u);
+        EXPECT_EQ(wc.status, WcStatus::success) << wc_status_str(wc.status);
+        std::uint64_t old = 0;
+        RDMALAB_TRY(mem.copy_bytes(&old, reinterpret_cast<const void*>(result.addr), 8));
+        return old;
+      };
+      RDMALAB_ASSIGN(std::uint64_t old_add, atomic(SendOpcode::atomic_fetch_add, 3, 0));
+      EXPECT_EQ(old_add, 5u);
+      RDMALAB_ASSIGN(std::uint64_t old_swap, atomic(SendOpcode::atomic_cmp_swap, 8, 100));
+      EXPECT_EQ(old_swap, 8u);
+    }
+    RDMALAB_TRY(env.boot.barrier());
+    if (env.rank == 1) {
+      std::uint64_t now_value = 0;
+      RDMALAB_TRY(mem.copy_bytes(&now_value, buf.data(), 8));
+      EXPECT_EQ(now_value, 100u) << "5 + 3 = 8, then swapped for 100";
+    }
+    return env.boot.barrier();
+  });
+  EXPECT_TRUE(st.is_ok()) << st.to_string();
+}
+
 // The staged path keeps every byte, across chunk boundaries and at odd sizes, both ways.
 TEST(GpuStaging, EveryByteCrossesTheBounceBuffersBothWays) {
   REQUIRE_GPU();

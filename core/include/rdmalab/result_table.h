@@ -1,5 +1,5 @@
-// The result table as text cells and numbers, with the CLI's column names, for views other than
-// the terminal (the dashboard's table, CSV export, comparing two runs row by row).
+// The result table: as text cells and numbers with the CLI's column names (the dashboard's table,
+// CSV export, comparing two runs row by row), and as the terminal's text.
 #pragma once
 
 #include <string>
@@ -22,5 +22,11 @@ std::string result_kind(const ResultRow& row);
 ResultTable result_table(const std::vector<ResultRow>& rows);
 // RFC 4180 CSV with a heading line.
 std::string result_table_csv(const ResultTable& table);
+
+// The terminal's text of a run's rows, as `rdmalab run` prints it: nccl-tests' table for collective
+// rows, one block per training row, perftest's tables for bandwidth and latency rows.
+std::string result_text(const std::vector<ResultRow>& rows);
+// --explain: for each collective size, NCCL's tuning model's candidates (notes.tuning) and what ran.
+std::string tuning_explanation(const std::vector<ResultRow>& rows);
 
 }  // namespace rdmalab

@@ -67,6 +67,9 @@ struct RunOptions {
   // Sends host memory through the staged GPU path's bounce buffers too (staging.h), so the path
   // and the workloads' sync calls are tested on every backend where there is no GPU. Tests only.
   bool stage_host_memory = false;
+  // The caller ran check_run on this scenario and backend already (the CLI does, to refuse a bad
+  // scenario before it prints anything): the run does not check it a second time.
+  bool checked = false;
 };
 
 // Runs the workload on the backend. Blocking.

@@ -15,8 +15,9 @@ class Runtime {
   virtual ~Runtime() = default;
   // Seconds since the start of the run, in this backend's time base. Monotonic.
   virtual double now() = 0;
-  // Occupies this rank for `seconds` (a model of GPU/CPU work). Blocking.
-  virtual void compute(double seconds) = 0;
+  // Occupies this rank for `seconds` (a model of GPU/CPU work). Blocking. Errors: the run was
+  // aborted meanwhile (another rank failed: SimGrid's bootstrap error with that rank's reason).
+  virtual Status compute(double seconds) = 0;
   // Blocks until the byte at `addr` (inside a region this rank registered) equals `value`, as
   // when a peer's RDMA write lands; this is how perftest's write latency test detects arrival.
   // Hardware backends poll the memory; simulated ones wake the rank when a write lands.

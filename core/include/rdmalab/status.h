@@ -28,6 +28,7 @@ enum class Errc {
   io,                // a file or socket could not be read or written
   internal,          // a bug in rdmalab: report it
   cancelled,         // the user stopped the run (dashboard Stop)
+  queue_full,        // back-pressure: a send or receive queue holds its most; take completions, then post again
 };
 
 const char* errc_name(Errc code) noexcept;

@@ -11,6 +11,12 @@
 //
 // Lifetimes: destroy in reverse order of creation (QPs, then MRs and CQs, then PDs, then the
 // Device). Destroying an object that others still use is a caller bug (verbs returns EBUSY).
+//
+// Starting small: as rdma-core fills a provider's missing operations with ones that answer
+// EOPNOTSUPP, every operation that returns a Status or a Result has a default here that answers
+// Errc::not_supported, naming the operation. A new backend implements the accessors (qpn, state,
+// capacity, ...) and then what it can, one operation at a time; the conformance suite says what
+// is still missing.
 #pragma once
 
 #include <array>
@@ -142,6 +148,11 @@ struct Completion {
   std::uint32_t qp_num = 0;
 };
 
+namespace detail {
+// The answer of an operation a backend has not implemented (the defaults below).
+Status unsupported(const char* operation);
+}  // namespace detail
+
 // A completion queue. Capacity is fixed at creation; when more completions arrive than it
 // holds, it overflows: the extra completions are lost, every later poll/wait returns
 // Errc::cq_overflow, and the QPs that use it move to ERR (verbs raises IBV_EVENT_CQ_ERR).
@@ -151,12 +162,19 @@ class CompletionQueue {
   virtual std::uint32_t capacity() const = 0;
   // Non-blocking. Moves up to out.size() completions, oldest first, into out and returns how
   // many (0 when none is ready). Errors: cq_overflow.
-  virtual Result<std::size_t> poll(std::span<Completion> out) = 0;
+  virtual Result<std::size_t> poll(std::span<Completion> out) {
+    (void)out;
+    return detail::unsupported("CompletionQueue::poll");
+  }
   // Blocking. Returns at least one completion unless the timeout (in the runtime's time base)
   // expires first (Errc::timeout). On the SimGrid backend simulated time advances while it
   // waits; a busy loop of poll() never would, so workloads must wait through this call.
   // Errors: cq_overflow, timeout.
-  virtual Result<std::size_t> wait(std::span<Completion> out, double timeout_s) = 0;
+  virtual Result<std::size_t> wait(std::span<Completion> out, double timeout_s) {
+    (void)out;
+    (void)timeout_s;
+    return detail::unsupported("CompletionQueue::wait");
+  }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -197,6 +215,9 @@ struct SendWr {
 WcOpcode wc_opcode_for(SendOpcode op) noexcept;
 inline bool is_atomic(SendOpcode op) noexcept { return op == SendOpcode::atomic_fetch_add || op == SendOpcode::atomic_cmp_swap; }
 
+// A receive. Its list is read at post time and may be reused once post_recv returns; the memory
+// it names stays the caller's, and must stay registered until the receive completes (a send that
+// lands in a region deregistered meanwhile completes with loc_prot_err on the receiver).
 struct RecvWr {
   std::uint64_t wr_id = 0;
   std::span<const Sge> sg_list;
@@ -250,22 +271,37 @@ class QueuePair {
   // State transitions, as in verbs: RESET→INIT→RTR (needs the peer's endpoint)→RTS.
   // Any state → ERR with to_error(); ERR or any → RESET with reset().
   // Errors: invalid_state for a transition that is not allowed; invalid_argument for bad attrs.
-  virtual Status to_init() = 0;
-  virtual Status to_rtr(const QpConnectAttr& attr) = 0;
-  virtual Status to_rts() = 0;
-  virtual Status to_error() = 0;
-  virtual Status reset() = 0;
+  virtual Status to_init() { return detail::unsupported("QueuePair::to_init"); }
+  virtual Status to_rtr(const QpConnectAttr& attr) {
+    (void)attr;
+    return detail::unsupported("QueuePair::to_rtr");
+  }
+  virtual Status to_rts() { return detail::unsupported("QueuePair::to_rts"); }
+  virtual Status to_error() { return detail::unsupported("QueuePair::to_error"); }
+  virtual Status reset() { return detail::unsupported("QueuePair::reset"); }
 
   // Non-blocking. Accepts a list of requests; the result only says whether they were accepted,
   // outcomes arrive as completions. On error, `*bad_index` (if given) is the first request not
   // accepted; those before it were accepted.
   // Refused (invalid_state) unless the QP is in RTS; in ERR, requests are accepted and complete
   // with wr_flush_err, as in verbs. Refused (invalid_argument) for too many SGEs, inline data
-  // over max_inline, an atomic whose length is not 8, or more outstanding requests than
-  // max_send_wr (Errc::no_memory, verbs' ENOMEM).
-  virtual Status post_send(std::span<const SendWr> wrs, std::size_t* bad_index = nullptr) = 0;
-  // Non-blocking. Allowed from INIT on (RESET refuses with invalid_state).
-  virtual Status post_recv(std::span<const RecvWr> wrs, std::size_t* bad_index = nullptr) = 0;
+  // over max_inline or an atomic whose length is not 8; refused with Errc::queue_full (verbs'
+  // ENOMEM) when max_send_wr requests are outstanding: back-pressure, not a failure — take
+  // completions, then post the rest again.
+  virtual Status post_send(std::span<const SendWr> wrs, std::size_t* bad_index = nullptr) {
+    (void)wrs;
+    (void)bad_index;
+    return detail::unsupported("QueuePair::post_send");
+  }
+  // Non-blocking, with `*bad_index` as for post_send. Allowed from INIT on: refused
+  // (invalid_state) in RESET; in ERR, receives are accepted and complete with wr_flush_err.
+  // Refused (invalid_argument) for more SGEs than max_recv_sge; (queue_full) when max_recv_wr
+  // receives are waiting — back-pressure, as for post_send.
+  virtual Status post_recv(std::span<const RecvWr> wrs, std::size_t* bad_index = nullptr) {
+    (void)wrs;
+    (void)bad_index;
+    return detail::unsupported("QueuePair::post_recv");
+  }
 };
 
 // The post-time checks every backend makes on a send request, as verbs does: SGE count, atomic
@@ -288,11 +324,22 @@ class ProtectionDomain {
   // local write), not_supported (memory kind), no_memory / permission (pinning refused).
   virtual Result<std::unique_ptr<MemoryRegion>> register_memory(void* addr, std::uint64_t length,
                                                                 std::uint32_t access,
-                                                                MemoryKind kind = MemoryKind::host) = 0;
+                                                                MemoryKind kind = MemoryKind::host) {
+    (void)addr;
+    (void)length;
+    (void)access;
+    (void)kind;
+    return detail::unsupported("ProtectionDomain::register_memory");
+  }
   // Creates an RC QP in RESET. The CQs must outlive it. Errors: invalid_argument (caps over the
   // device limits).
   virtual Result<std::unique_ptr<QueuePair>> create_qp(CompletionQueue& send_cq, CompletionQueue& recv_cq,
-                                                       const QpCaps& caps) = 0;
+                                                       const QpCaps& caps) {
+    (void)send_cq;
+    (void)recv_cq;
+    (void)caps;
+    return detail::unsupported("ProtectionDomain::create_qp");
+  }
 };
 
 // A collective the NVSwitch of a node does itself (NVLink SHARP, NCCL's NVLS), on a backend
@@ -320,9 +367,15 @@ class Device {
   virtual ~Device() = default;
   virtual std::string name() const = 0;
   virtual const Capabilities& caps() const = 0;
-  virtual Result<std::unique_ptr<ProtectionDomain>> alloc_pd() = 0;
+  // A protection domain: regions and QPs made in one are checked against it (a key of another
+  // domain is a protection error). Errors: no_memory (the device has no more), or the device's own
+  // error (verbs: errno of ibv_alloc_pd).
+  virtual Result<std::unique_ptr<ProtectionDomain>> alloc_pd() { return detail::unsupported("Device::alloc_pd"); }
   // Errors: invalid_argument (0 entries or over caps().max_cq_entries).
-  virtual Result<std::unique_ptr<CompletionQueue>> create_cq(std::uint32_t entries) = 0;
+  virtual Result<std::unique_ptr<CompletionQueue>> create_cq(std::uint32_t entries) {
+    (void)entries;
+    return detail::unsupported("Device::create_cq");
+  }
   // Errors: not_supported where no switch reduces (the default).
   virtual Status switch_collective(const SwitchCollective&) {
     return Status(Errc::not_supported, "no NVSwitch that reduces (NVLink SHARP) here: it is modelled on simgrid only");

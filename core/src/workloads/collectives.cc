@@ -304,7 +304,7 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
       const double base = modelled ? s.choice.costs.base_us * 1e-6 : 0;
       auto once = [&]() -> Status {
         if (s.algo == Algorithm::nvls) return switch_run(s, plan, in_place);
-        if (base > 0) env.rt.compute(base);
+        if (base > 0) RDMALAB_TRY(env.rt.compute(base));
         return eng.execute(plan);
       };
       for (std::uint64_t i = 0; i < p.warmup; ++i) RDMALAB_TRY(once());

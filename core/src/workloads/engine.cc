@@ -90,11 +90,12 @@ CollectiveEngine::CollectiveEngine(RankEnv& env, EngineConfig config)
 
 CollectiveEngine::~CollectiveEngine() = default;
 
-void CollectiveEngine::gpu_work(std::uint64_t bytes) {
+Status CollectiveEngine::gpu_work(std::uint64_t bytes) {
   // Copies and reductions in GPU memory take the time the GPU's memory needs for the bytes they
   // touch, where the backend models it (NodeShape::gpu_memory_bw).
   if (cfg_.memory == MemoryKind::cuda && env_.shape.gpu_memory_bw > 0 && bytes > 0)
-    env_.rt.compute(static_cast<double>(bytes) / env_.shape.gpu_memory_bw);
+    return env_.rt.compute(static_cast<double>(bytes) / env_.shape.gpu_memory_bw);
+  return Status::ok();
 }
 
 const Buffer& CollectiveEngine::buf(Buf b) const { return b == Buf::in ? in_ : b == Buf::out ? out_ : scratch_; }
@@ -247,7 +248,7 @@ Status CollectiveEngine::post_credit(std::size_t ci) {
 Result<int> CollectiveEngine::begin(Plan plan) {
   for (const auto& cp : plan.pre) {
     RDMALAB_TRY(mem_->copy(buf(cp.dst.buf), cp.dst.off, buf(cp.src.buf), cp.src.off, cp.len));
-    gpu_work(2 * cp.len);
+    RDMALAB_TRY(gpu_work(2 * cp.len));
   }
   auto e = std::make_unique<Exec>();
   const int id = next_id_;
@@ -348,7 +349,7 @@ Status CollectiveEngine::process(bool& progressed) {
                                  len / dtype_size(cfg_.dtype), cfg_.dtype, cfg_.op));
       else
         RDMALAB_TRY(mem_->copy(buf(r.dst.buf), r.dst.off + off, stage_, slot, len));
-      gpu_work((r.reduce ? 3 : 2) * len);  // a reduction reads two operands and writes one
+      RDMALAB_TRY(gpu_work((r.reduce ? 3 : 2) * len));  // a reduction reads two operands and writes one
       c.recv_seq++;
       c.arrived--;
       c.pending_credits++;

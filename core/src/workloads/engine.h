@@ -68,7 +68,7 @@ class CollectiveEngine {
   Status issue(bool& progressed);
   Status process(bool& progressed);
   Status handle(std::size_t n);
-  void gpu_work(std::uint64_t bytes);
+  Status gpu_work(std::uint64_t bytes);
   const Buffer& buf(Buf b) const;
   const MemoryRegion& mr(Buf b) const;
   std::uint64_t chunk_of(const Plan& p) const { return p.chunk ? p.chunk : cfg_.chunk; }

@@ -193,12 +193,9 @@ Plan group_plan(Collective coll, Algorithm algo, const std::vector<int>& members
 // is in flight, so communication overlaps compute.
 Status compute_overlapped(RankEnv& env, CollectiveEngine& eng, const Params& p, double seconds) {
   while (seconds > 0) {
-    if (eng.idle()) {
-      env.rt.compute(seconds);
-      return Status::ok();
-    }
+    if (eng.idle()) return env.rt.compute(seconds);
     const double s = std::min(seconds, p.slice);
-    env.rt.compute(s);
+    RDMALAB_TRY(env.rt.compute(s));
     seconds -= s;
     RDMALAB_TRY(eng.progress(false));
   }
@@ -330,7 +327,7 @@ Status run_dp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
     // Forward.
     for (const auto& l : p.layers) {
       const double t = fwd_time(p, l, static_cast<double>(p.batch)) / tp;
-      env.rt.compute(t);
+      RDMALAB_TRY(env.rt.compute(t));
       compute += t;
       RDMALAB_TRY(layer_comm());
     }

@@ -1,0 +1,460 @@
+// The simulated NIC: how a request's phases start (message-rate gate, route latency, through the
+// responder's inbox or host to host), what the responder does when a request arrives (keys,
+// bounds, access rights, receive queue and RNR, the bytes), and how requests complete in order.
+#include <fmt/format.h>
+#include <simgrid/kernel/resource/NetworkModelIntf.hpp>
+#include <simgrid/simix.hpp>
+
+#include "common/soft_rc/soft_rc.h"
+#include "simgrid/engine/objects.h"
+
+namespace rdmalab::sim {
+
+void World::abort(const std::string& why) {
+  if (aborted) return;
+  aborted = true;
+  abort_reason = why;
+  for (auto& n : nics) wake_later(n->rank);
+  flush_wakes();
+}
+
+// ------------------------------------------------------------------------------------------
+// The NIC: starting phases, and what happens when a phase's transfer ends.
+
+double phase_wire_bytes(const World& w, const Op& op) {
+  const NicModel& nic = w.model.nic;
+  const bool atomic = op.wr.opcode == SendOpcode::atomic_fetch_add || op.wr.opcode == SendOpcode::atomic_cmp_swap;
+  if (op.phase == 0) {
+    if (op.wr.opcode == SendOpcode::rdma_read || atomic) return nic.control_bytes;
+    return wire_bytes(nic, static_cast<double>(op.len) * op.wr.wire_factor);
+  }
+  if (op.wr.opcode == SendOpcode::rdma_read) return wire_bytes(nic, static_cast<double>(op.len));
+  if (atomic) return wire_bytes(nic, 8);
+  return nic.control_bytes;  // ACK
+}
+
+// Lists a request in its requester's transfers on the wire, once its transfer's s4u call has
+// returned and set op.comm (others ran during that call: the requester's wait may have dropped it
+// from the list meanwhile, while op.comm was not set).
+void list_own(Nic& requester, Op& op) {
+  if (op.listed) return;
+  op.listed = true;
+  requester.own.push_back(OpPtr(&op));
+}
+
+// Lists a request in its requester's requests waiting for a start time (op.timer_at).
+void list_timed(World& w, Op& op) {
+  if (op.timed) return;
+  op.timed = true;
+  Nic& nic = *w.nics[static_cast<std::size_t>(op.qp->rank_)];
+  nic.timed.push_back(OpPtr(&op));
+  nic.has_timed = true;
+}
+
+// Starts, in one simcall, what was made without starting (World::batch), in the order made. The
+// list is the caller's own from here on: others run before the simcall is carried out, and may
+// batch too.
+void World::start_batch() {
+  if (batch.empty()) return;
+  batch_puts = 0;
+  std::vector<sg4::CommPtr> mine;
+  mine.swap(spare_batch);
+  mine.swap(batch);
+  simgrid::kernel::actor::simcall_answered([&mine] {
+    for (auto& c : mine) c->vetoable_start();
+  });
+  mine.clear();
+  if (mine.capacity() > spare_batch.capacity()) mine.swap(spare_batch);
+}
+
+// A phase that carries no payload: a read's or an atomic's request, the ACK of a write or a send,
+// a zero-length write or send (the collectives' credits). It takes its route's latency and no
+// bandwidth: its few header bytes would take nanoseconds of a link, but as a transfer it would be
+// one more flow in SimGrid's max-min system, and flows going back against the data join every
+// link of a ring into one system that SimGrid then solves whole at each start and end (a cost
+// that grew as the flows in flight, squared).
+bool control_only(const Op& op) {
+  const SendOpcode oc = op.wr.opcode;
+  const bool read = oc == SendOpcode::rdma_read;
+  const bool atomic = oc == SendOpcode::atomic_fetch_add || oc == SendOpcode::atomic_cmp_swap;
+  if (op.phase == 0) return read || atomic || op.len == 0;
+  return !read && !atomic;
+}
+
+// The latency of the route between two endpoints (SimGrid computes routes on demand: kept).
+double route_latency(World& w, sg4::Host* src, sg4::Host* dst) {
+  auto [it, fresh] = w.route_latency.try_emplace({src, dst}, 0.0);
+  if (fresh) {
+    std::vector<sg4::Link*> links;
+    src->route_to(dst, links, &it->second);
+  }
+  return it->second;
+}
+
+// The hosts a request runs between: the requester's and the responder's (rank), by the memory
+// each side touches: GPU memory by GPUDirect or staged, host memory (the same host when there is no
+// node model: then the regions are not looked up). A send's receive buffer is not known until it
+// arrives: it is taken to be of the sender's kind.
+struct Ends {
+  sg4::Host* me;
+  sg4::Host* peer;
+  int peer_rank;
+};
+Ends request_ends(World& w, const Op& op) {
+  SimQp* qp = op.qp;
+  const SimQp* pq = qp->peer();
+  int peer_rank = pq ? pq->rank_ : static_cast<int>(qp->conn_.remote.rank);
+  if (peer_rank < 0 || peer_rank >= static_cast<int>(w.hosts.size())) peer_rank = qp->rank_;
+  sg4::Host* me = w.hosts[static_cast<std::size_t>(qp->rank_)];
+  sg4::Host* peer = w.hosts[static_cast<std::size_t>(peer_rank)];
+  if (!w.one_endpoint) {
+    auto kind_of = [](const MrRec* rec, MemoryKind dflt) { return rec ? rec->kind : dflt; };
+    const MemoryKind local = op.sges.empty() ? MemoryKind::host : kind_of(w.mrs.local(op.sges.front().lkey), MemoryKind::host);
+    const bool rdma = op.wr.opcode != SendOpcode::send && op.wr.opcode != SendOpcode::send_with_imm;
+    const MemoryKind remote = rdma ? kind_of(w.mrs.remote(op.wr.rkey), local) : local;
+    auto endpoint = [&](int rank, MemoryKind k) {
+      const RankEndpoints& e = w.eps[static_cast<std::size_t>(rank)];
+      return k == MemoryKind::cuda ? (w.staged ? e.staged : e.gpu) : e.host;
+    };
+    me = endpoint(qp->rank_, local);
+    peer = endpoint(peer_rank, remote);
+  }
+  return {me, peer, peer_rank};
+}
+
+void launch_phase(World& w, Op& op) {
+  SimQp* qp = op.qp;
+  const auto [me, peer, peer_rank] = request_ends(w, op);
+  // At least one byte: a zero-byte sendto never completes in SimGrid 3.32 (seen here), and one
+  // byte costs 0.08 ns at 100 Gb/s.
+  auto bytes = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(phase_wire_bytes(w, op)));
+  sg4::Host* const src = op.phase == 0 ? me : peer;
+  sg4::Host* const dst = op.phase == 0 ? peer : me;
+  if (w.keep_endpoints) {
+    op.src = src;
+    op.dst = dst;
+  }
+  op.peer = peer_rank;
+  ++op.gen;
+  if (!w.model.alpha_beta && control_only(op)) {
+    // Ends after its route's latency, on the requester's timer list like a start time; the
+    // requester is woken for it when it waits elsewhere (its alarm).
+    op.comm = nullptr;
+    op.control_end = true;
+    op.timer_at = sg4::Engine::get_clock() + route_latency(w, src, dst);
+    list_timed(w, op);
+    w.set_alarm(qp->rank_, op.timer_at);
+    return;
+  }
+  Nic& pn = *w.nics[static_cast<std::size_t>(peer_rank)];
+  Nic& rn = *w.nics[static_cast<std::size_t>(qp->rank_)];
+  // A request between the two ranks' own hosts goes through the responder's inbox when it has a
+  // receive waiting there: the transfer starts at once, exactly as a host-to-host one would, and
+  // costs SimGrid less (3.32 keeps every sendto_async transfer in one list that it searches at
+  // every end). Phase 0 is always started by the requester's actor, which is on its host. The
+  // receive it matches is the inbox's first without a request (the mailbox matches in order): it
+  // is still in World::batch, where the request goes after it, or it is waiting in the mailbox.
+  // In between — handed to a simcall not carried out yet — it is neither: host to host then. (The
+  // mailbox's lines are read here rather than the receive's own: its isend reads them anyway.)
+  std::size_t i = 0;
+  auto receive_ready = [&] {
+    i = pn.first_unmatched();
+    return w.in_batch(pn.gets[i].get) || !pn.inbox->empty();
+  };
+  if (op.phase == 0 && peer_rank != qp->rank_ && src == w.hosts[static_cast<std::size_t>(qp->rank_)] &&
+      dst == w.hosts[static_cast<std::size_t>(peer_rank)] && pn.unmatched > 0 && !pn.exiting && receive_ready()) {
+    pn.gets[i].op = OpPtr(&op);
+    pn.gets[i].gen = op.gen;
+    --pn.unmatched;
+    if (pn.wake.blocked && i < pn.gets_waited) {  // its wait has that receive: it wakes when this transfer ends
+      op.resp_epoch = pn.epoch;
+      op.resp_gen = op.gen;
+    }
+    static char payload = 0;
+    op.via_inbox = true;
+    op.comm = pn.inbox->put_init(&payload, bytes);
+    w.batch.push_back(op.comm);
+    ++w.batch_puts;
+    if (!w.batching) w.start_batch();
+    list_own(rn, op);
+    return;
+  }
+  w.start_batch();
+  if (op.phase == 0 && peer_rank != qp->rank_ && !op.incoming) {
+    op.incoming = true;
+    pn.incoming.push_back(OpPtr(&op));
+    pn.has_incoming = true;
+  }
+  op.via_inbox = false;
+  op.comm = sg4::Comm::sendto_async(src, dst, bytes);
+  list_own(rn, op);
+  // Others ran during that call: a requester that blocked meanwhile does not wait on this transfer
+  // (unless the wait it is in still has the previous one, whose end answers it anyway).
+  if (rn.wake.can_fire() && !(op.req_epoch == rn.epoch && op.req_gen + 1 == op.gen)) rn.wake.fire();
+}
+
+// Starts the current phase of a request whose start time has come, unless it was dropped or
+// ended meanwhile.
+void phase_ended(World& w, const OpPtr& op);
+void retire_heads(World& w, SimQp* qp);
+
+void launch_if_due(World& w, Op& op) {
+  if (op.dead || op.done || op.timer_at < 0 || op.timer_at > sg4::Engine::get_clock()) return;
+  op.timer_at = -1;
+  if (op.phase == 0 && op.gen == 0) {
+    // The request executes: the NIC reads (or will write) the requester's memory, and checks its
+    // keys now, as hardware does (soft_rc::local_verdict), not when it was posted.
+    const WcStatus local = soft_rc::local_verdict(op.wr.opcode, op.wr.inline_data, op.sges,
+                                                  [&](const Sge& s, bool write) { return w.local_ok(s, op.qp->pd_, write); });
+    if (local != WcStatus::success) {
+      op.done = true;
+      op.status = local;
+      retire_heads(w, op.qp);
+      w.flush_wakes();
+      return;
+    }
+  }
+  if (op.control_end) {  // a payload-free phase's end: what transfer_ended does for a transfer
+    op.control_end = false;
+    const OpPtr hold(&op);
+    phase_ended(w, hold);
+    if (!op.dead) retire_heads(w, op.qp);
+    w.flush_wakes();
+    return;
+  }
+  launch_phase(w, op);
+}
+
+// Schedules phase 0 of a new request through the NIC's message-rate gate and latency.
+// min_latency (SendWr::model_min_latency_s): the request starts late enough that its route's
+// latency brings it to the responder no sooner than that after now.
+void start_op(World& w, Op& op, double min_latency) {
+  Nic& nic = *w.nics[static_cast<std::size_t>(op.qp->rank_)];
+  const double now = sg4::Engine::get_clock();
+  const double issue = std::max(now, nic.next_issue);
+  nic.next_issue = issue + w.model.nic.message_overhead_s;
+  const double start_delay = w.model.nic_latency_in_routes ? 0.0 : 2 * w.model.nic.nic_latency_s;
+  double at = issue + start_delay;
+  if (min_latency > 0) {
+    const Ends e = request_ends(w, op);
+    at = std::max(at, now + min_latency - route_latency(w, e.me, e.peer));
+  }
+  at = std::max(at, op.qp->next_start_);
+  op.qp->next_start_ = at;
+  op.timer_at = std::max(at, now);
+  // Due now: started by the rank's next wait, before anything else it does there (no simulated
+  // time passes until it waits). Starting a transfer is an s4u call, after which the rank's state
+  // is cold (every other rank ran meanwhile): from the wait, the rank goes on to its other s4u
+  // calls and its wait at once instead of first walking back through the post and its caller.
+  if (at <= now)
+    nic.launch_now.push_back(OpPtr(&op));
+  else
+    list_timed(w, op);
+}
+
+void deliver_recv(SimQp* peer, const Completion& wc) { peer->rcq_.push(wc, peer, 0, false); }
+
+// Phase 0 ended: the request is at the responder. Does the responder's part.
+void at_responder(World& w, Op& op) {
+  SimQp* qp = op.qp;
+  SimQp* peer = qp->peer();
+  auto fail = [&](WcStatus st) {
+    op.done = true;
+    op.status = st;
+  };
+  if (!peer || !soft_rc::responds(peer->state_)) return fail(WcStatus::retry_exc_err);
+  const SendOpcode oc = op.wr.opcode;
+  const WcStatus verdict = soft_rc::remote_verdict(oc, op.wr.remote_addr, op.len, [&](std::uint32_t need) {
+    return w.remote_ok(op.wr.rkey, op.wr.remote_addr, op.len, peer->pd_, need);
+  });
+  if (verdict != WcStatus::success) return fail(verdict);
+  const bool consumes_recv = soft_rc::consumes_receive(oc);
+  if (consumes_recv && peer->rq_.empty()) {
+    if (!soft_rc::rnr_retries(op.rnr_attempts, qp->conn_.rnr_retry)) return fail(WcStatus::rnr_retry_exc_err);
+    // RNR NAK: the requester waits the responder's timer and sends again.
+    op.rnr_attempts++;
+    op.timer_at = sg4::Engine::get_clock() + peer->conn_.min_rnr_timer_s;
+    op.comm = nullptr;
+    list_timed(w, op);
+    return;
+  }
+  auto gather = [&](std::uint8_t* dst) {
+    if (phantom(reinterpret_cast<std::uint64_t>(dst))) return;
+    if (op.wr.inline_data) {
+      std::memcpy(dst, op.inline_bytes, op.len);
+      return;
+    }
+    for (const auto& s : op.sges) {
+      copy_bytes(reinterpret_cast<std::uint64_t>(dst), s.addr, s.length);
+      dst += s.length;
+    }
+  };
+  switch (oc) {
+    case SendOpcode::rdma_write:
+    case SendOpcode::rdma_write_with_imm:
+      if (op.len) gather(reinterpret_cast<std::uint8_t*>(op.wr.remote_addr));
+      w.wake_later(peer->rank_);  // it may be waiting for a byte to change
+      break;
+    case SendOpcode::atomic_fetch_add:
+    case SendOpcode::atomic_cmp_swap: {
+      if (phantom(op.wr.remote_addr)) break;
+      auto* target = reinterpret_cast<std::uint64_t*>(op.wr.remote_addr);
+      op.atomic_old = *target;
+      *target = soft_rc::atomic_result(oc, op.atomic_old, op.compare_add, op.swap);
+      break;
+    }
+    default: break;
+  }
+  if (consumes_recv) {
+    PendingRecv r = std::move(peer->rq_.front());
+    peer->rq_.pop_front();
+    Completion wc = soft_rc::receive_completion(r.wr_id, peer->qpn_, oc, op.wr.imm, static_cast<std::uint32_t>(op.len));
+    if (oc != SendOpcode::rdma_write_with_imm) {
+      const soft_rc::Placement at = soft_rc::place(r.sges, op.len, [&](const Sge& s) { return w.local_ok(s, peer->pd_, true); });
+      if (!at.ok()) {
+        wc.status = at.receiver;
+        wc.byte_len = 0;
+        deliver_recv(peer, wc);
+        peer->enter_error();
+        return fail(at.requester);
+      }
+      std::vector<std::uint8_t> tmp(op.len);
+      gather(tmp.data());
+      soft_rc::scatter(r.sges, tmp.data(), op.len,
+                       [](std::uint64_t dst, const std::uint8_t* src, std::uint64_t n) { copy_bytes(dst, reinterpret_cast<std::uint64_t>(src), n); });
+    }
+    deliver_recv(peer, wc);
+  }
+  if (op.needs_phase1) {
+    op.phase = 1;
+    launch_phase(w, op);
+  } else {
+    op.done = true;
+  }
+}
+
+// Phase 1 ended: the response is back at the requester.
+void at_requester(Op& op) {
+  if (op.wr.opcode == SendOpcode::rdma_read) {
+    // The responder's bytes as they are when the response arrives.
+    std::uint64_t src = op.wr.remote_addr;
+    for (const auto& s : op.sges) {
+      copy_bytes(s.addr, src, s.length);
+      src += s.length;
+    }
+  } else if (op.wr.opcode == SendOpcode::atomic_fetch_add || op.wr.opcode == SendOpcode::atomic_cmp_swap) {
+    copy_bytes(op.sges[0].addr, reinterpret_cast<std::uint64_t>(&op.atomic_old), 8);
+  }
+  op.done = true;
+}
+
+// A transfer ended. Requests reach the responder in any order when they share a link (they
+// finish together), but an RC responder executes them in posting order: a request waits until
+// every earlier one on its QP was handled.
+void phase_ended(World& w, const OpPtr& op) {
+  op->comm = nullptr;
+  ++w.transfers;
+  const bool read = op->wr.opcode == SendOpcode::rdma_read;
+  if (op->phase == 1) {
+    if (read) {
+      if (const SimQp* peer = op->qp->peer()) w.nics[static_cast<std::size_t>(peer->rank_)]->tx_bytes += op->len;
+    }
+    at_requester(*op);
+    return;
+  }
+  if (!read) w.nics[static_cast<std::size_t>(op->qp->rank_)]->tx_bytes += op->len;
+  op->arrived = true;
+  // The requests of a QP in flight are numbered in sequence from its oldest: walk them by number,
+  // as at_responder may make s4u calls (a response's transfer), during which others run and may
+  // retire, flush or destroy the QP. A request that is not dead is in its QP's list, so its QP
+  // exists: destroying, resetting or flushing a QP marks every request it had dead.
+  SimQp* qp = op->qp;
+  std::uint64_t seq = 0;
+  while (true) {
+    auto& q = qp->inflight_;
+    if (q.empty()) return;
+    const std::uint64_t first = q.front()->seq;
+    seq = std::max(seq, first);
+    if (seq - first >= q.size()) return;
+    Op& o = *q[static_cast<std::size_t>(seq - first)];
+    if (o.dead) return;
+    if (!o.responded && !o.done) {
+      if (!o.arrived) return;
+      o.arrived = false;
+      const OpPtr hold = OpPtr(&o);
+      at_responder(w, o);
+      if (o.dead) return;  // flushed, or its QP destroyed meanwhile
+      if (o.phase == 0 && o.timer_at >= 0 && !o.done) return;  // RNR: later requests wait for its retry
+      o.responded = true;
+      if (o.done && o.status != WcStatus::success) return;
+    }
+    ++seq;
+  }
+}
+
+// Completes finished requests in posting order (RC ordering).
+void retire_heads(World& w, SimQp* qp) {
+  while (!qp->inflight_.empty() && qp->inflight_.front()->done) {
+    auto op = std::move(qp->inflight_.front());
+    qp->inflight_.pop_front();
+    op->dead = true;
+    if (op->wr.opcode == SendOpcode::rdma_read) w.wake_later(qp->rank_);
+    if (op->status != WcStatus::success) {
+      qp->complete_send(*op, op->status, true);
+      qp->enter_error();
+      return;
+    }
+    qp->complete_send(*op, WcStatus::success, false);
+  }
+}
+
+// The end of a request's transfer, seen by the requester's or the responder's wait (both may see
+// it; the first handles it).
+void transfer_ended(World& w, const OpPtr& op, const sg4::Activity* comm) {
+  // Already handled: the transfer's other side saw its end first (and may have dropped the comm,
+  // for an RNR retry).
+  if (!comm || op->dead || op->done || static_cast<sg4::Activity*>(op->comm.get()) != comm) return;
+  const std::uint32_t gen = op->gen;
+  const int requester = op->qp->rank_;
+  if (op->via_inbox && op->comm->get_state() != sg4::Activity::State::FINISHED) {
+    Nic& rn = *w.nics[static_cast<std::size_t>(requester)];
+    rn.unreaped.push_back(op->comm);
+    rn.has_unreaped = true;
+  }
+  phase_ended(w, op);
+  if (!op->dead) retire_heads(w, op->qp);  // not dead: still in its QP's list, so the QP exists
+  w.ending = op.get();
+  w.ending_requester = requester;
+  w.ending_gen = gen;
+  w.flush_wakes();
+  w.ending = nullptr;
+}
+
+// The timekeeper's actor: wakes each rank whose alarm is due, then sleeps until the next one or
+// until a rank files an earlier one. It returns once every rank has.
+void keep_time(World& w) {
+  while (w.ranks_running > 0) {
+    const double now = sg4::Engine::get_clock();
+    while (!w.alarms.empty() && w.alarms.front().at <= now) {
+      std::pop_heap(w.alarms.begin(), w.alarms.end());
+      const World::Alarm a = w.alarms.back();
+      w.alarms.pop_back();
+      Nic& n = *w.nics[static_cast<std::size_t>(a.rank)];
+      if (n.alarm_at != a.at) continue;
+      n.alarm_at = std::numeric_limits<double>::infinity();
+      w.wake_later(a.rank);
+    }
+    w.flush_wakes();
+    if (!w.keeper.exec) {  // ranks run while it is armed: look again before sleeping
+      w.keeper.arm();
+      continue;
+    }
+    w.keeper_armed = w.alarms.empty() ? std::numeric_limits<double>::infinity() : w.alarms.front().at;
+    w.keeper.blocked = true;
+    const ssize_t idx = sg4::Activity::wait_any_for({w.keeper.exec}, std::isinf(w.keeper_armed) ? -1.0 : w.keeper_armed - now);
+    w.keeper.blocked = false;
+    if (idx == 0) w.keeper.exec = nullptr;
+  }
+}
+
+}  // namespace rdmalab::sim

@@ -1,0 +1,50 @@
+// What the commands that read a scenario share: loading it, and printing its problems.
+#include <fmt/format.h>
+
+#include "backends.h"
+#include "commands.h"
+#include "rdmalab/run.h"
+
+namespace rdmalab {
+
+Result<Scenario> load(const std::string& path, const std::vector<std::string>& sets) {
+  return load_scenario(path, sets, full_schema(all_backends()));
+}
+
+namespace {
+
+// Lines are printed as text: a control character shows as \xNN (never acts on the terminal), and
+// a line stops after 400 bytes.
+std::string printable(const std::string& line) {
+  std::string out;
+  for (unsigned char c : line) {
+    if (out.size() >= 400) return out + "…";
+    if (c < 0x20 || c == 0x7f)
+      out += fmt::format("\\x{:02x}", c);
+    else
+      out += static_cast<char>(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+void print_problems(const std::string& message) {
+  std::size_t start = 0;
+  while (start <= message.size()) {
+    const std::size_t end = message.find('\n', start);
+    fmt::print(stderr, "rdmalab: {}\n", printable(message.substr(start, end == std::string::npos ? std::string::npos : end - start)));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+}
+
+void note_other_backend_keys(const Scenario& sc, const std::string& backend) {
+  const auto keys = other_backend_keys(sc, backend);
+  if (keys.empty()) return;
+  std::string list;
+  for (const auto& k : keys) list += (list.empty() ? "" : ", ") + k;
+  fmt::print(stderr, "rdmalab: note: not used on backend {}: {} (keys for another backend)\n", backend, list);
+}
+
+}  // namespace rdmalab
