@@ -1,6 +1,6 @@
 #include "backends.h"
 
-#include "loopback/loopback.h"
+#include "loopback/loopback_backend.h"
 #ifdef RDMALAB_HAVE_SIMGRID
 #include "simgrid/simgrid_backend.h"
 #endif

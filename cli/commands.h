@@ -1,5 +1,5 @@
 // The commands of `rdmalab`, one file each (run.cc, validate.cc, list.cc, devices.cc, doctor.cc,
-// calibrate.cc, validation.cc); main.cc adds them to the parser and runs the one given.
+// calibrate.cc, validation.cc, sweep.cc); main.cc adds them to the parser and runs the one given.
 //
 // Exit status: 0 success; 1 a run that failed (wrong data, transport error); 2 bad usage or a bad
 // scenario (nothing ran); 128 + the signal for a run stopped by one.
@@ -34,6 +34,7 @@ Command add_doctor(CLI::App& app);
 Command add_devices(CLI::App& app);
 Command add_calibrate(CLI::App& app);
 Command add_validation(CLI::App& app);
+Command add_sweep(CLI::App& app);
 
 // What the commands that read a scenario share (common.cc).
 // The scenario file with --set overrides, checked against every backend's keys.

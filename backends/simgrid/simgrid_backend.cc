@@ -94,9 +94,9 @@ Status simulate(const LaunchSpec& spec, const RankMain& main, const Scenario& sc
   for (int r = 0; r < spec.ranks; ++r) {
     sg4::Actor::create(fmt::format("rank-{}", r), w.hosts[static_cast<std::size_t>(r)], [&, r] {
       RDMALAB_SIM_COLOUR_STACK(r);  // platform.h
-      SimDevice dev(w, r);
-      SimBootstrap boot(w, r, spec.ranks);
-      SimRuntime rt(w, r);
+      SimgridDevice dev(w, r);
+      SimgridBootstrap boot(w, r, spec.ranks);
+      SimgridRuntime rt(w, r);
       NodeShape shape = w.model.shape();
       if (spec.scenario) fill_tuning_facts(*spec.scenario, shape);
       RankEnv env{r, spec.ranks, boot, rt, dev, host_memory(), shape};

@@ -234,13 +234,13 @@ Result<Selected> open_device(const std::string& want, int want_port, int want_gi
 // ------------------------------------------------------------------------------------------
 // Objects
 
-class VDevice;
+class VerbsDevice;
 
-class VMr final : public MemoryRegion {
+class VerbsMr final : public MemoryRegion {
  public:
-  VMr(ibv_mr* mr, std::uint32_t access, MemoryKind kind, std::string path = "host memory")
+  VerbsMr(ibv_mr* mr, std::uint32_t access, MemoryKind kind, std::string path = "host memory")
       : mr_(mr), access_(access), kind_(kind), path_(std::move(path)) {}
-  ~VMr() override { ibv_dereg_mr(mr_); }
+  ~VerbsMr() override { ibv_dereg_mr(mr_); }
   std::uint64_t addr() const override { return reinterpret_cast<std::uint64_t>(mr_->addr); }
   std::uint64_t length() const override { return mr_->length; }
   std::uint32_t lkey() const override { return mr_->lkey; }
@@ -258,10 +258,10 @@ class VMr final : public MemoryRegion {
 
 enum class WaitMode { poll, event };
 
-class VCq final : public CompletionQueue {
+class VerbsCq final : public CompletionQueue {
  public:
-  VCq(VDevice& dev, ibv_cq* cq, ibv_comp_channel* ch, std::uint32_t cap, WaitMode mode) : dev_(dev), cq_(cq), ch_(ch), cap_(cap), mode_(mode) {}
-  ~VCq() override;  // defined after VDevice
+  VerbsCq(VerbsDevice& dev, ibv_cq* cq, ibv_comp_channel* ch, std::uint32_t cap, WaitMode mode) : dev_(dev), cq_(cq), ch_(ch), cap_(cap), mode_(mode) {}
+  ~VerbsCq() override;  // defined after VerbsDevice
   void destroy() {
     if (unacked_) ibv_ack_cq_events(cq_, unacked_);
     ibv_destroy_cq(cq_);
@@ -274,7 +274,7 @@ class VCq final : public CompletionQueue {
   bool overflowed = false;
 
  private:
-  VDevice& dev_;
+  VerbsDevice& dev_;
   ibv_cq* cq_;
   ibv_comp_channel* ch_;
   std::uint32_t cap_;
@@ -283,10 +283,10 @@ class VCq final : public CompletionQueue {
   bool armed_ = false;
 };
 
-class VQp final : public QueuePair {
+class VerbsQp final : public QueuePair {
  public:
-  VQp(VDevice& dev, ibv_qp* qp, QpCaps caps);
-  ~VQp() override;
+  VerbsQp(VerbsDevice& dev, ibv_qp* qp, QpCaps caps);
+  ~VerbsQp() override;
   std::uint32_t qpn() const override { return qp_->qp_num; }
   QpState state() const override { return state_; }
   QpCaps caps() const override { return caps_; }
@@ -333,7 +333,7 @@ class VQp final : public QueuePair {
                                                      qp_state_name(to), qp_state_name(from)));
     return Status::ok();
   }
-  VDevice& dev_;
+  VerbsDevice& dev_;
   ibv_qp* qp_;
   QpCaps caps_;
   QpState state_ = QpState::reset;
@@ -345,33 +345,33 @@ class VQp final : public QueuePair {
   std::uint64_t sq_posted_ = 0, sq_retired_ = 0, rq_posted_ = 0, rq_retired_ = 0;
 };
 
-class VPd final : public ProtectionDomain {
+class VerbsPd final : public ProtectionDomain {
  public:
-  VPd(VDevice& dev, ibv_pd* pd) : dev_(dev), pd_(pd) {}
-  ~VPd() override { ibv_dealloc_pd(pd_); }
+  VerbsPd(VerbsDevice& dev, ibv_pd* pd) : dev_(dev), pd_(pd) {}
+  ~VerbsPd() override { ibv_dealloc_pd(pd_); }
   Result<std::unique_ptr<MemoryRegion>> register_memory(void* addr, std::uint64_t length, std::uint32_t access, MemoryKind kind) override;
   Result<std::unique_ptr<QueuePair>> create_qp(CompletionQueue& send_cq, CompletionQueue& recv_cq, const QpCaps& caps) override;
 
  private:
-  VDevice& dev_;
+  VerbsDevice& dev_;
   ibv_pd* pd_;
 };
 
-class VDevice final : public Device {
+class VerbsDevice final : public Device {
  public:
-  VDevice(Selected s, int rank, WaitMode mode, Capabilities caps) : s_(std::move(s)), rank_(rank), mode_(mode), caps_(caps) {
+  VerbsDevice(Selected s, int rank, WaitMode mode, Capabilities caps) : s_(std::move(s)), rank_(rank), mode_(mode), caps_(caps) {
     // Asynchronous events (a CQ that overflowed, a QP that hit a fatal error) are read without
     // blocking whenever a CQ is polled.
     int flags = fcntl(s_.ctx->async_fd, F_GETFL);
     fcntl(s_.ctx->async_fd, F_SETFL, flags | O_NONBLOCK);
   }
-  ~VDevice() override { ibv_close_device(s_.ctx); }
+  ~VerbsDevice() override { ibv_close_device(s_.ctx); }
   std::string name() const override { return s_.name; }
   const Capabilities& caps() const override { return caps_; }
   Result<std::unique_ptr<ProtectionDomain>> alloc_pd() override {
     ibv_pd* pd = ibv_alloc_pd(s_.ctx);
     if (!pd) return from_errno(errno, "ibv_alloc_pd");
-    return std::unique_ptr<ProtectionDomain>(new VPd(*this, pd));
+    return std::unique_ptr<ProtectionDomain>(new VerbsPd(*this, pd));
   }
   Result<std::unique_ptr<CompletionQueue>> create_cq(std::uint32_t entries) override {
     RDMALAB_TRY(check_cq_entries(entries, caps_));
@@ -386,7 +386,7 @@ class VDevice final : public Device {
       if (ch) ibv_destroy_comp_channel(ch);
       return from_errno(err, fmt::format("ibv_create_cq({} entries)", entries));
     }
-    auto out = std::make_unique<VCq>(*this, cq, ch, entries, mode_);
+    auto out = std::make_unique<VerbsCq>(*this, cq, ch, entries, mode_);
     cqs_.push_back(out.get());
     return std::unique_ptr<CompletionQueue>(std::move(out));
   }
@@ -397,14 +397,14 @@ class VDevice final : public Device {
     ibv_async_event ev{};
     while (ibv_get_async_event(s_.ctx, &ev) == 0) {
       if (ev.event_type == IBV_EVENT_CQ_ERR)
-        for (VCq* cq : cqs_)
+        for (VerbsCq* cq : cqs_)
           if (cq->cq() == ev.element.cq) cq->overflowed = true;
       ibv_ack_async_event(&ev);
     }
   }
-  void forget(VCq* cq) { cqs_.erase(std::remove(cqs_.begin(), cqs_.end(), cq), cqs_.end()); }
+  void forget(VerbsCq* cq) { cqs_.erase(std::remove(cqs_.begin(), cqs_.end(), cq), cqs_.end()); }
   // A completion in error moves its QP to ERR in the hardware; the wrapper's state follows.
-  void add_qp(std::uint32_t qpn, VQp* qp) { qps_[qpn] = qp; }
+  void add_qp(std::uint32_t qpn, VerbsQp* qp) { qps_[qpn] = qp; }
   void remove_qp(std::uint32_t qpn) { qps_.erase(qpn); }
   void qp_failed(std::uint32_t qpn);
   std::uint64_t complete(std::uint32_t qpn, std::uint64_t internal_id);
@@ -418,36 +418,36 @@ class VDevice final : public Device {
   int rank_;
   WaitMode mode_;
   Capabilities caps_;
-  std::vector<VCq*> cqs_;
-  std::unordered_map<std::uint32_t, VQp*> qps_;
+  std::vector<VerbsCq*> cqs_;
+  std::unordered_map<std::uint32_t, VerbsQp*> qps_;
   std::uint32_t async_calls_ = 0;
 };
 
-void VDevice::qp_failed(std::uint32_t qpn) {
+void VerbsDevice::qp_failed(std::uint32_t qpn) {
   auto it = qps_.find(qpn);
   if (it != qps_.end()) it->second->mark_error();
 }
 
-std::uint64_t VDevice::complete(std::uint32_t qpn, std::uint64_t internal_id) {
+std::uint64_t VerbsDevice::complete(std::uint32_t qpn, std::uint64_t internal_id) {
   auto it = qps_.find(qpn);
   return it == qps_.end() ? internal_id : it->second->complete(internal_id);
 }
 
-VCq::~VCq() {
+VerbsCq::~VerbsCq() {
   dev_.forget(this);
   destroy();
 }
 
-VQp::VQp(VDevice& dev, ibv_qp* qp, QpCaps caps)
+VerbsQp::VerbsQp(VerbsDevice& dev, ibv_qp* qp, QpCaps caps)
     : dev_(dev), qp_(qp), caps_(caps), sq_ids_(std::max<std::uint32_t>(caps.max_send_wr, 1)), rq_ids_(std::max<std::uint32_t>(caps.max_recv_wr, 1)) {
   dev_.add_qp(qp_->qp_num, this);
 }
-VQp::~VQp() {
+VerbsQp::~VerbsQp() {
   dev_.remove_qp(qp_->qp_num);
   ibv_destroy_qp(qp_);
 }
 
-Result<std::size_t> VCq::poll(std::span<Completion> out) {
+Result<std::size_t> VerbsCq::poll(std::span<Completion> out) {
   dev_.drain_async_events();
   if (overflowed)
     return Status(Errc::cq_overflow, fmt::format("completion queue of {} entries overflowed (IBV_EVENT_CQ_ERR): completions were lost "
@@ -484,7 +484,7 @@ Result<std::size_t> VCq::poll(std::span<Completion> out) {
   return n;
 }
 
-Result<std::size_t> VCq::wait(std::span<Completion> out, double timeout_s) {
+Result<std::size_t> VerbsCq::wait(std::span<Completion> out, double timeout_s) {
   // The clock is read only when nothing came: a busy loop on the CQ between reads, as perftest
   // polls (reading the clock costs more than a poll under emulation, and delays the completion).
   // The first clock read comes after 256 empty polls (busy mode): a completion that is a few
@@ -532,7 +532,7 @@ Result<std::size_t> VCq::wait(std::span<Completion> out, double timeout_s) {
   }
 }
 
-QpEndpoint VQp::endpoint() const {
+QpEndpoint VerbsQp::endpoint() const {
   QpEndpoint ep;
   ep.qpn = qp_->qp_num;
   ep.psn = psn_;
@@ -543,7 +543,7 @@ QpEndpoint VQp::endpoint() const {
   return ep;
 }
 
-Status VQp::to_init() {
+Status VerbsQp::to_init() {
   RDMALAB_TRY(expect(QpState::reset, QpState::init));
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_INIT;
@@ -556,7 +556,7 @@ Status VQp::to_init() {
   return Status::ok();
 }
 
-Status VQp::to_rtr(const QpConnectAttr& c) {
+Status VerbsQp::to_rtr(const QpConnectAttr& c) {
   RDMALAB_TRY(expect(QpState::init, QpState::rtr));
   if (c.rnr_retry > 7 || c.retry_cnt > 7) return Status(Errc::invalid_argument, "retry_cnt and rnr_retry are 3-bit counters (0..7)");
   ibv_qp_attr a{};
@@ -587,7 +587,7 @@ Status VQp::to_rtr(const QpConnectAttr& c) {
   return Status::ok();
 }
 
-Status VQp::to_rts() {
+Status VerbsQp::to_rts() {
   RDMALAB_TRY(expect(QpState::rtr, QpState::rts));
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_RTS;
@@ -602,7 +602,7 @@ Status VQp::to_rts() {
   return Status::ok();
 }
 
-Status VQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index) {
+Status VerbsQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index) {
   if (state_ != QpState::rts && state_ != QpState::err) {
     if (bad_index) *bad_index = 0;
     return Status(Errc::invalid_state, fmt::format("QP {:#x}: post_send needs the QP in RTS (it is in {})", qp_->qp_num, qp_state_name(state_)));
@@ -672,7 +672,7 @@ Status VQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index) {
   return st;
 }
 
-Status VQp::post_prepared(ibv_send_wr* v, std::size_t count) {
+Status VerbsQp::post_prepared(ibv_send_wr* v, std::size_t count) {
   ibv_send_wr* bad = nullptr;
   int rc = ibv_post_send(qp_, v, &bad);
   std::size_t accepted = rc && bad ? static_cast<std::size_t>(bad - v) : (rc ? 0 : count);
@@ -681,7 +681,7 @@ Status VQp::post_prepared(ibv_send_wr* v, std::size_t count) {
   return Status::ok();
 }
 
-Status VQp::post_recv(std::span<const RecvWr> wrs, std::size_t* bad_index) {
+Status VerbsQp::post_recv(std::span<const RecvWr> wrs, std::size_t* bad_index) {
   if (state_ == QpState::reset) {
     if (bad_index) *bad_index = 0;
     return Status(Errc::invalid_state, fmt::format("QP {:#x}: post_recv needs the QP in INIT or later (it is in RESET)", qp_->qp_num));
@@ -789,14 +789,14 @@ Result<ibv_mr*> register_gpu(ibv_pd* pd, void* addr, std::uint64_t length, int a
                                                  units::format_size(length), path, why));
 }
 
-Result<std::unique_ptr<MemoryRegion>> VPd::register_memory(void* addr, std::uint64_t length, std::uint32_t access, MemoryKind kind) {
+Result<std::unique_ptr<MemoryRegion>> VerbsPd::register_memory(void* addr, std::uint64_t length, std::uint32_t access, MemoryKind kind) {
   if (kind != MemoryKind::host && kind != MemoryKind::cuda)
     return Status(Errc::not_supported, fmt::format("verbs registers host and GPU memory (asked {})", memory_kind_name(kind)));
   RDMALAB_TRY(check_registration(addr, length, access));
   if (kind == MemoryKind::cuda) {
     std::string taken;
     RDMALAB_ASSIGN(ibv_mr * gmr, register_gpu(pd_, addr, length, static_cast<int>(to_ibv_access(access)), dev_.gpu_path, taken));
-    return std::unique_ptr<MemoryRegion>(new VMr(gmr, access, kind, taken));
+    return std::unique_ptr<MemoryRegion>(new VerbsMr(gmr, access, kind, taken));
   }
   ibv_mr* mr = ibv_reg_mr(pd_, addr, length, static_cast<int>(to_ibv_access(access)));
   if (!mr) {
@@ -810,12 +810,12 @@ Result<std::unique_ptr<MemoryRegion>> VPd::register_memory(void* addr, std::uint
                                 units::format_size(length), std::strerror(err), units::format_size(rl.rlim_cur)));
     return from_errno(err, fmt::format("ibv_reg_mr({})", units::format_size(length)));
   }
-  return std::unique_ptr<MemoryRegion>(new VMr(mr, access, kind));
+  return std::unique_ptr<MemoryRegion>(new VerbsMr(mr, access, kind));
 }
 
-Result<std::unique_ptr<QueuePair>> VPd::create_qp(CompletionQueue& send_cq, CompletionQueue& recv_cq, const QpCaps& caps) {
-  auto* scq = dynamic_cast<VCq*>(&send_cq);
-  auto* rcq = dynamic_cast<VCq*>(&recv_cq);
+Result<std::unique_ptr<QueuePair>> VerbsPd::create_qp(CompletionQueue& send_cq, CompletionQueue& recv_cq, const QpCaps& caps) {
+  auto* scq = dynamic_cast<VerbsCq*>(&send_cq);
+  auto* rcq = dynamic_cast<VerbsCq*>(&recv_cq);
   if (!scq || !rcq) return Status(Errc::invalid_argument, "create_qp: the CQs do not belong to the verbs backend");
   ibv_qp_init_attr ia{};
   ia.send_cq = scq->cq();
@@ -835,7 +835,7 @@ Result<std::unique_ptr<QueuePair>> VPd::create_qp(CompletionQueue& send_cq, Comp
   got.max_send_sge = ia.cap.max_send_sge;
   got.max_recv_sge = ia.cap.max_recv_sge;
   got.max_inline = ia.cap.max_inline_data;
-  return std::unique_ptr<QueuePair>(new VQp(dev_, qp, got));
+  return std::unique_ptr<QueuePair>(new VerbsQp(dev_, qp, got));
 }
 
 // Capabilities from the device itself; the inline limit by asking for QPs until one is made.
@@ -952,7 +952,7 @@ Status run_rank(const LaunchSpec& spec, const RankMain& main, Bootstrap& boot, c
   }
   note_fabric_mismatch(spec.scenario, *sel, boot.rank());
   Capabilities caps = probe_caps(*sel);
-  VDevice dev(std::move(sel).value(), boot.rank(), o.wait, caps);
+  VerbsDevice dev(std::move(sel).value(), boot.rank(), o.wait, caps);
   dev.boot = &boot;
   dev.gpu_path = o.gpu_path;
   WallRuntime rt(&boot);

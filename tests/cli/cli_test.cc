@@ -300,3 +300,95 @@ TEST(Cli, DoctorSaysWhatGpuDirectNeedsHere) {
 }
 
 }  // namespace
+
+// rdmalab sweep: the product of two keys' values in parallel processes, one table, a cache that
+// reruns only what changed, and every bad input refused before any point runs.
+TEST(CliSweep, ProductOfValuesInParallelWithOneTableAndACache) {
+  const auto out = tmpdir() / "sweep";
+  std::filesystem::remove_all(out);
+  const std::string cmd = "sweep " + scenario("write-bw-64k.yaml") +
+                          " --vary workload.size=4KiB,64KiB --vary fabric.link.bandwidth=100Gbps,200Gbps,400Gbps -j 2 --out " + out.string();
+  CliRun r = rdmalab(cmd);
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("6 points (6 run, 0 cached, 0 failed)"), std::string::npos) << r.out;
+  std::ifstream csv(out / "sweep.csv");
+  std::string header, line;
+  std::getline(csv, header);
+  EXPECT_EQ(header.rfind("workload.size,fabric.link.bandwidth,status,workload,#bytes", 0), 0u) << header;
+  std::vector<std::string> lines;
+  while (std::getline(csv, line)) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 6u);
+  EXPECT_EQ(lines[0].rfind("4KiB,100Gbps,ok,write_bw,4096,", 0), 0u) << lines[0];
+  EXPECT_EQ(lines[5].rfind("64KiB,400Gbps,ok,write_bw,65536,", 0), 0u) << lines[5];
+  // Each point is the run `rdmalab run --set ...` gives: the 200 Gb/s point twice the 100 Gb/s one at 64 KiB, within the headers.
+  std::ifstream jin(out / "sweep.json");
+  auto j = nlohmann::json::parse(jin);
+  ASSERT_EQ(j["points"].size(), 6u);
+  const double bw100 = j["points"][3]["results"][0]["bw_gbps"], bw200 = j["points"][4]["results"][0]["bw_gbps"];
+  EXPECT_NEAR(bw200 / bw100, 2.0, 0.05);
+  EXPECT_LE(bw100, 100.0);
+  EXPECT_EQ(j["points"][4]["values"]["fabric.link.bandwidth"], "200Gbps");
+  const std::string first_table = j["rows"].dump();
+  // Again: every point is cached and the table is the same, byte for byte.
+  CliRun again = rdmalab(cmd);
+  ASSERT_EQ(again.status, 0) << again.out;
+  EXPECT_NE(again.out.find("6 points (0 run, 6 cached, 0 failed)"), std::string::npos) << again.out;
+  std::ifstream jin2(out / "sweep.json");
+  EXPECT_EQ(nlohmann::json::parse(jin2)["rows"].dump(), first_table);
+  // One more value: only the new points run.
+  CliRun more = rdmalab("sweep " + scenario("write-bw-64k.yaml") +
+                        " --vary workload.size=4KiB,64KiB --vary fabric.link.bandwidth=100Gbps,200Gbps,400Gbps,800Gbps -j 2 --out " + out.string());
+  ASSERT_EQ(more.status, 0) << more.out;
+  EXPECT_NE(more.out.find("8 points (2 run, 6 cached, 0 failed)"), std::string::npos) << more.out;
+}
+
+TEST(CliSweep, ZipPairsTheValues) {
+  const auto out = tmpdir() / "sweep-zip";
+  std::filesystem::remove_all(out);
+  CliRun r = rdmalab("sweep " + scenario("write-bw-64k.yaml") + " --zip --vary workload.size=4KiB,64KiB --vary fabric.link.bandwidth=100Gbps,200Gbps --out " +
+                     out.string() + " --quiet");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.out, "") << "--quiet prints nothing";
+  std::ifstream jin(out / "sweep.json");
+  auto j = nlohmann::json::parse(jin);
+  ASSERT_EQ(j["points"].size(), 2u);
+  EXPECT_EQ(j["form"], "zip");
+  EXPECT_EQ(j["points"][1]["values"]["workload.size"], "64KiB");
+  EXPECT_EQ(j["points"][1]["values"]["fabric.link.bandwidth"], "200Gbps");
+}
+
+TEST(CliSweep, BadInputIsRefusedBeforeAnyPointRuns) {
+  const auto out = tmpdir() / "sweep-bad";
+  std::filesystem::remove_all(out);
+  struct Case {
+    std::string vary, says;
+  };
+  for (const Case& c : {Case{"--vary fabric.nodez=2,4", "unknown key 'fabric.nodez'; did you mean 'fabric.nodes'?"},
+                        Case{"--vary workload.size=4KiB,4Kib", "sweep point 1 (workload.size=4Kib)"},
+                        Case{"--vary workload.size=4KiB,", "an empty value"},
+                        Case{"--vary workload.size", "give KEY=V1,V2"},
+                        Case{"--vary fabric.nodes=2,3", "needs an even number of ranks"},
+                        Case{"--vary workload.size=1KiB --vary workload.size=2KiB", "given twice"},
+                        Case{"--zip --vary workload.size=1KiB,2KiB --vary fabric.nodes=2", "zipped axes need as many each"},
+                        Case{"--vary workload.size=1KiB -j 0", "-j 0"}}) {
+    CliRun r = rdmalab("sweep " + scenario("write-bw-64k.yaml") + " " + c.vary + " --out " + out.string());
+    EXPECT_EQ(r.status, 2) << c.vary << "\n" << r.out;
+    EXPECT_NE(r.out.find(c.says), std::string::npos) << c.vary << "\n" << r.out;
+    EXPECT_TRUE(!std::filesystem::exists(out / "points") || std::filesystem::is_empty(out / "points")) << c.vary << ": a point ran";
+  }
+}
+
+TEST(CliSweep, APointThatFailsIsReportedAndTheOthersGoOn) {
+  const auto out = tmpdir() / "sweep-fail";
+  std::filesystem::remove_all(out);
+  // Loopback's fault injection corrupts the payload of one point: its run fails (wrong bytes), the other is fine.
+  CliRun r = rdmalab("sweep " + scenario("write-bw-64k.yaml") + " --backend loopback --set workload.iterations=50 --vary loopback.corrupt_every=0,1 --out " +
+                     out.string());
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("sweep point 1 (loopback.corrupt_every=1) failed"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 points (2 run, 0 cached, 1 failed)"), std::string::npos) << r.out;
+  std::ifstream jin(out / "sweep.json");
+  auto j = nlohmann::json::parse(jin);
+  EXPECT_EQ(j["points"][0]["status"], "ok");
+  EXPECT_EQ(j["points"][1]["status"], "failed");
+}

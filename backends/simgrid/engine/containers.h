@@ -29,8 +29,8 @@ inline void copy_bytes(std::uint64_t dst, std::uint64_t src, std::uint64_t n) {
 }
 
 struct World;
-class SimQp;
-class SimCq;
+class SimgridQp;
+class SimgridCq;
 
 
 // 32 bytes, aligned: two to a cache line, never across two (each transfer checks one or two keys,
@@ -38,7 +38,7 @@ class SimCq;
 struct alignas(32) MrRec {
   std::uint64_t addr = 0, length = 0;
   std::uint32_t lkey = 0, rkey = 0;  // 0 while the slot is free
-  std::uint32_t pd = 0;              // the protection domain's number (SimPd::id)
+  std::uint32_t pd = 0;              // the protection domain's number (SimgridPd::id)
   std::uint16_t access = 0;          // kAccess* bits
   MemoryKind kind = MemoryKind::host;
 };

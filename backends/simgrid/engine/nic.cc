@@ -101,8 +101,8 @@ struct Ends {
   int peer_rank;
 };
 Ends request_ends(World& w, const Op& op) {
-  SimQp* qp = op.qp;
-  const SimQp* pq = qp->peer();
+  SimgridQp* qp = op.qp;
+  const SimgridQp* pq = qp->peer();
   int peer_rank = pq ? pq->rank_ : static_cast<int>(qp->conn_.remote.rank);
   if (peer_rank < 0 || peer_rank >= static_cast<int>(w.hosts.size())) peer_rank = qp->rank_;
   sg4::Host* me = w.hosts[static_cast<std::size_t>(qp->rank_)];
@@ -123,7 +123,7 @@ Ends request_ends(World& w, const Op& op) {
 }
 
 void launch_phase(World& w, Op& op) {
-  SimQp* qp = op.qp;
+  SimgridQp* qp = op.qp;
   const auto [me, peer, peer_rank] = request_ends(w, op);
   // At least one byte: a zero-byte sendto never completes in SimGrid 3.32 (seen here), and one
   // byte costs 0.08 ns at 100 Gb/s.
@@ -196,7 +196,7 @@ void launch_phase(World& w, Op& op) {
 // Starts the current phase of a request whose start time has come, unless it was dropped or
 // ended meanwhile.
 void phase_ended(World& w, const OpPtr& op);
-void retire_heads(World& w, SimQp* qp);
+void retire_heads(World& w, SimgridQp* qp);
 
 void launch_if_due(World& w, Op& op) {
   if (op.dead || op.done || op.timer_at < 0 || op.timer_at > sg4::Engine::get_clock()) return;
@@ -252,12 +252,12 @@ void start_op(World& w, Op& op, double min_latency) {
     list_timed(w, op);
 }
 
-void deliver_recv(SimQp* peer, const Completion& wc) { peer->rcq_.push(wc, peer, 0, false); }
+void deliver_recv(SimgridQp* peer, const Completion& wc) { peer->rcq_.push(wc, peer, 0, false); }
 
 // Phase 0 ended: the request is at the responder. Does the responder's part.
 void at_responder(World& w, Op& op) {
-  SimQp* qp = op.qp;
-  SimQp* peer = qp->peer();
+  SimgridQp* qp = op.qp;
+  SimgridQp* peer = qp->peer();
   auto fail = [&](WcStatus st) {
     op.done = true;
     op.status = st;
@@ -357,7 +357,7 @@ void phase_ended(World& w, const OpPtr& op) {
   const bool read = op->wr.opcode == SendOpcode::rdma_read;
   if (op->phase == 1) {
     if (read) {
-      if (const SimQp* peer = op->qp->peer()) w.nics[static_cast<std::size_t>(peer->rank_)]->tx_bytes += op->len;
+      if (const SimgridQp* peer = op->qp->peer()) w.nics[static_cast<std::size_t>(peer->rank_)]->tx_bytes += op->len;
     }
     at_requester(*op);
     return;
@@ -368,7 +368,7 @@ void phase_ended(World& w, const OpPtr& op) {
   // as at_responder may make s4u calls (a response's transfer), during which others run and may
   // retire, flush or destroy the QP. A request that is not dead is in its QP's list, so its QP
   // exists: destroying, resetting or flushing a QP marks every request it had dead.
-  SimQp* qp = op->qp;
+  SimgridQp* qp = op->qp;
   std::uint64_t seq = 0;
   while (true) {
     auto& q = qp->inflight_;
@@ -393,7 +393,7 @@ void phase_ended(World& w, const OpPtr& op) {
 }
 
 // Completes finished requests in posting order (RC ordering).
-void retire_heads(World& w, SimQp* qp) {
+void retire_heads(World& w, SimgridQp* qp) {
   while (!qp->inflight_.empty() && qp->inflight_.front()->done) {
     auto op = std::move(qp->inflight_.front());
     qp->inflight_.pop_front();

@@ -30,13 +30,13 @@ Capabilities sim_caps() {
   return c;
 }
 
-bool SimCq::push(const Completion& wc, SimQp* qp, std::uint64_t seq, bool send_side) {
+bool SimgridCq::push(const Completion& wc, SimgridQp* qp, std::uint64_t seq, bool send_side) {
   if (overflowed_) return false;
   if (q_.size() >= cap_) {
     overflowed_ = true;
     w_.wake_later(rank_);
-    std::vector<SimQp*> us(users.begin(), users.end());
-    for (SimQp* u : us) u->enter_error();
+    std::vector<SimgridQp*> us(users.begin(), users.end());
+    for (SimgridQp* u : us) u->enter_error();
     return false;
   }
   assert(qp && wc.qp_num == qp->qpn_);
@@ -54,7 +54,7 @@ bool SimCq::push(const Completion& wc, SimQp* qp, std::uint64_t seq, bool send_s
   return true;
 }
 
-void SimCq::forget(const SimQp* qp) {
+void SimgridCq::forget(const SimgridQp* qp) {
   for (std::size_t i = 0; i < q_.size(); ++i)
     if (Entry& e = q_[i]; e.qp == qp) {
       e.qp = nullptr;
@@ -62,7 +62,7 @@ void SimCq::forget(const SimQp* qp) {
     }
 }
 
-Result<std::size_t> SimCq::take(std::span<Completion> out) {
+Result<std::size_t> SimgridCq::take(std::span<Completion> out) {
   if (overflowed_)
     return Status(Errc::cq_overflow, fmt::format("completion queue of {} entries overflowed: completions were lost (size it for every "
                                                  "outstanding request, or poll more often)", cap_));
@@ -76,7 +76,7 @@ Result<std::size_t> SimCq::take(std::span<Completion> out) {
     wc.byte_len = e.byte_len;
     wc.imm = e.imm;
     wc.has_imm = e.has_imm;
-    if (SimQp* qp = e.qp) {
+    if (SimgridQp* qp = e.qp) {
       wc.qp_num = qp->qpn_;
       // Its request is how far behind the last posted (fewer than 2^32), and still outstanding.
       const std::uint32_t behind = static_cast<std::uint32_t>(qp->posted_) - e.seq_or_qpn;
@@ -89,7 +89,7 @@ Result<std::size_t> SimCq::take(std::span<Completion> out) {
   return n;
 }
 
-Status SimQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index) {
+Status SimgridQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index) {
   for (std::size_t i = 0; i < wrs.size(); ++i) {
     const SendWr& wr = wrs[i];
     auto fail = [&](Errc code, std::string msg) {
@@ -144,7 +144,7 @@ Status SimQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index) {
   return Status::ok();
 }
 
-Status SimQp::post_recv(std::span<const RecvWr> wrs, std::size_t* bad_index) {
+Status SimgridQp::post_recv(std::span<const RecvWr> wrs, std::size_t* bad_index) {
   for (std::size_t i = 0; i < wrs.size(); ++i) {
     if (Status bad = soft_rc::check_post_recv(state_, wrs[i], max_recv_sge_, rq_.size(), max_recv_wr_, qpn_); !bad) {
       if (bad_index) *bad_index = i;
@@ -162,10 +162,10 @@ Status SimQp::post_recv(std::span<const RecvWr> wrs, std::size_t* bad_index) {
   return Status::ok();
 }
 
-class SimMr final : public MemoryRegion {
+class SimgridMr final : public MemoryRegion {
  public:
-  SimMr(World& w, MrRec rec, std::uint32_t access) : w_(w), rec_(rec), access_(access) {}
-  ~SimMr() override {
+  SimgridMr(World& w, MrRec rec, std::uint32_t access) : w_(w), rec_(rec), access_(access) {}
+  ~SimgridMr() override {
     w_.mrs.erase(rec_.lkey);
   }
   std::uint64_t addr() const override { return rec_.addr; }
@@ -185,9 +185,9 @@ class SimMr final : public MemoryRegion {
   std::uint32_t access_;  // as given (the table keeps the kAccess* bits)
 };
 
-class SimPd final : public ProtectionDomain {
+class SimgridPd final : public ProtectionDomain {
  public:
-  SimPd(World& w, int rank) : w_(w), rank_(rank), id_(++w.pds) {}
+  SimgridPd(World& w, int rank) : w_(w), rank_(rank), id_(++w.pds) {}
   Result<std::unique_ptr<MemoryRegion>> register_memory(void* addr, std::uint64_t length, std::uint32_t access, MemoryKind kind) override {
     RDMALAB_TRY(check_registration(addr, length, access));
     MrRec rec;
@@ -198,14 +198,14 @@ class SimPd final : public ProtectionDomain {
     rec.kind = kind;
     if (!w_.mrs.add(rec))
       return Status(Errc::no_memory, fmt::format("register_memory: {} regions are registered already (the most the model keeps)", MrTable::kMaxSlots));
-    return std::unique_ptr<MemoryRegion>(new SimMr(w_, rec, access));
+    return std::unique_ptr<MemoryRegion>(new SimgridMr(w_, rec, access));
   }
   Result<std::unique_ptr<QueuePair>> create_qp(CompletionQueue& send_cq, CompletionQueue& recv_cq, const QpCaps& caps) override {
-    auto* scq = dynamic_cast<SimCq*>(&send_cq);
-    auto* rcq = dynamic_cast<SimCq*>(&recv_cq);
+    auto* scq = dynamic_cast<SimgridCq*>(&send_cq);
+    auto* rcq = dynamic_cast<SimgridCq*>(&recv_cq);
     if (!scq || !rcq) return Status(Errc::invalid_argument, "create_qp: the CQs do not belong to the simgrid backend");
     RDMALAB_TRY(check_qp_caps(caps, sim_caps()));
-    return std::unique_ptr<QueuePair>(new SimQp(w_, id_, rank_, w_.next_qpn++, *scq, *rcq, caps));
+    return std::unique_ptr<QueuePair>(new SimgridQp(w_, id_, rank_, w_.next_qpn++, *scq, *rcq, caps));
   }
 
  private:
@@ -214,9 +214,9 @@ class SimPd final : public ProtectionDomain {
   std::uint32_t id_;  // what its regions and QPs are checked against (never 0)
 };
 
-Result<std::unique_ptr<ProtectionDomain>> SimDevice::alloc_pd() { return std::unique_ptr<ProtectionDomain>(new SimPd(w_, rank_)); }
+Result<std::unique_ptr<ProtectionDomain>> SimgridDevice::alloc_pd() { return std::unique_ptr<ProtectionDomain>(new SimgridPd(w_, rank_)); }
 
-Result<std::size_t> SimCq::wait(std::span<Completion> out, double timeout_s) {
+Result<std::size_t> SimgridCq::wait(std::span<Completion> out, double timeout_s) {
   Status st = progress(w_, rank_, sg4::Engine::get_clock() + timeout_s, [&] { return !q_.empty() || overflowed_; });
   if (st.code() == Errc::timeout) return Status(Errc::timeout, fmt::format("no completion within {}s of simulated time", timeout_s));
   if (!st) return st;

@@ -13,16 +13,16 @@
 
 namespace rdmalab::sim {
 
-class alignas(64) SimCq final : public CompletionQueue {
+class alignas(64) SimgridCq final : public CompletionQueue {
  public:
-  SimCq(World& w, int rank, std::uint32_t cap) : cap_(cap), rank_(rank), w_(w) {}
+  SimgridCq(World& w, int rank, std::uint32_t cap) : cap_(cap), rank_(rank), w_(w) {}
   std::uint32_t capacity() const override { return cap_; }
   Result<std::size_t> poll(std::span<Completion> out) override { return take(out); }
   Result<std::size_t> wait(std::span<Completion> out, double timeout_s) override;
-  bool push(const Completion& wc, SimQp* qp, std::uint64_t seq, bool send_side);
+  bool push(const Completion& wc, SimgridQp* qp, std::uint64_t seq, bool send_side);
   // A QP being destroyed or reset: its completions still queued no longer point to it (they keep
   // its number, and free no send queue slots).
-  void forget(const SimQp* qp);
+  void forget(const SimgridQp* qp);
   int rank() const { return rank_; }
 
  private:
@@ -33,7 +33,7 @@ class alignas(64) SimCq final : public CompletionQueue {
   // QP is gone the entry holds the QP's number instead.
   struct alignas(32) Entry {
     std::uint64_t wr_id;
-    SimQp* qp;                 // null once forgotten
+    SimgridQp* qp;                 // null once forgotten
     std::uint32_t byte_len;
     std::uint32_t imm;
     std::uint32_t seq_or_qpn;  // qp set: the request's sequence number (low bits); else the QP's number
@@ -51,12 +51,12 @@ class alignas(64) SimCq final : public CompletionQueue {
   World& w_;
 
  public:
-  std::set<SimQp*> users;
+  std::set<SimgridQp*> users;
 };
 
-class alignas(64) SimQp final : public QueuePair {
+class alignas(64) SimgridQp final : public QueuePair {
  public:
-  SimQp(World& w, std::uint32_t pd, int rank, std::uint32_t qpn, SimCq& scq, SimCq& rcq, QpCaps caps)
+  SimgridQp(World& w, std::uint32_t pd, int rank, std::uint32_t qpn, SimgridCq& scq, SimgridCq& rcq, QpCaps caps)
       : qpn_(qpn),
         rank_(rank),
         max_send_sge_(static_cast<std::uint8_t>(caps.max_send_sge)),
@@ -74,11 +74,11 @@ class alignas(64) SimQp final : public QueuePair {
     auto& nq = w_.nics[static_cast<std::size_t>(rank_)]->qps;
     nq.push_back(this);
   }
-  ~SimQp() override {
+  ~SimgridQp() override {
     // Unlink first, then cancel: cancelling is an s4u call, during which the NIC actor runs.
     w_.qps.erase(qpn_);
     forget_peer();
-    for (SimQp* q : peer_of_) q->peer_ = nullptr;
+    for (SimgridQp* q : peer_of_) q->peer_ = nullptr;
     scq_.users.erase(this);
     scq_.forget(this);
     rcq_.forget(this);
@@ -155,7 +155,7 @@ class alignas(64) SimQp final : public QueuePair {
   }
 
   // The QP it is connected to, while that one exists (looked up once, not at every transfer).
-  SimQp* peer() {
+  SimgridQp* peer() {
     if (!peer_ && (peer_ = w_.qps.find(conn_.remote.qpn))) peer_->peer_of_.push_back(this);
     return peer_;
   }
@@ -176,14 +176,14 @@ class alignas(64) SimQp final : public QueuePair {
   std::uint8_t max_send_sge_, max_recv_sge_;
   std::uint32_t pd_;
   Ring<PendingRecv> rq_;
-  SimCq& scq_;
-  SimCq& rcq_;
+  SimgridCq& scq_;
+  SimgridCq& rcq_;
   World& w_;
   std::uint16_t max_send_wr_, max_recv_wr_;
-  SimQp* peer_ = nullptr;
+  SimgridQp* peer_ = nullptr;
   QpCaps caps_;
   QpConnectAttr conn_;
-  std::vector<SimQp*> peer_of_;  // the QPs whose peer_ this is
+  std::vector<SimgridQp*> peer_of_;  // the QPs whose peer_ this is
   double next_start_ = 0;         // no request of this QP starts before its predecessor (RC order)
 
  private:
@@ -197,9 +197,9 @@ class alignas(64) SimQp final : public QueuePair {
   }
 };
 
-class SimDevice final : public Device {
+class SimgridDevice final : public Device {
  public:
-  SimDevice(World& w, int rank) : w_(w), rank_(rank), caps_(sim_caps()) {}
+  SimgridDevice(World& w, int rank) : w_(w), rank_(rank), caps_(sim_caps()) {}
 
   Status switch_collective(const SwitchCollective& a) override { return run_switch_collective(w_, rank_, a); }
   std::string name() const override { return fmt::format("sim-nic{}", rank_); }
@@ -207,7 +207,7 @@ class SimDevice final : public Device {
   Result<std::unique_ptr<ProtectionDomain>> alloc_pd() override;
   Result<std::unique_ptr<CompletionQueue>> create_cq(std::uint32_t entries) override {
     RDMALAB_TRY(check_cq_entries(entries, caps_));
-    return std::unique_ptr<CompletionQueue>(new SimCq(w_, rank_, entries));
+    return std::unique_ptr<CompletionQueue>(new SimgridCq(w_, rank_, entries));
   }
 
  private:
@@ -216,9 +216,9 @@ class SimDevice final : public Device {
   Capabilities caps_;
 };
 
-class SimBootstrap final : public Bootstrap {
+class SimgridBootstrap final : public Bootstrap {
  public:
-  SimBootstrap(World& w, int rank, int size) : w_(w), rank_(rank), size_(size) {}
+  SimgridBootstrap(World& w, int rank, int size) : w_(w), rank_(rank), size_(size) {}
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   Status barrier() override { return allgather({}).status(); }
@@ -251,9 +251,9 @@ class SimBootstrap final : public Bootstrap {
   int rank_, size_;
 };
 
-class SimRuntime final : public Runtime {
+class SimgridRuntime final : public Runtime {
  public:
-  SimRuntime(World& w, int rank) : w_(w), rank_(rank) {}
+  SimgridRuntime(World& w, int rank) : w_(w), rank_(rank) {}
   double now() override { return sg4::Engine::get_clock(); }
   Status compute(double seconds) override {
     // Transfers go on meanwhile; an aborted run stops computing and says why.

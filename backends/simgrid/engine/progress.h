@@ -24,7 +24,7 @@ void start_op(World& w, Op& op, double min_latency);
 // Starts the current phase of a request whose start time has come.
 void launch_if_due(World& w, Op& op);
 // Completes a QP's finished requests in posting order.
-void retire_heads(World& w, SimQp* qp);
+void retire_heads(World& w, SimgridQp* qp);
 // The end of a request's transfer, seen by the requester's or the responder's wait.
 void transfer_ended(World& w, const OpPtr& op, const sg4::Activity* comm);
 // The timekeeper actor's body (World::alarms).

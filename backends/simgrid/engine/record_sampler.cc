@@ -38,13 +38,13 @@ void sample_record(World& w, RecordWriter& rec, const Topology& topo, double int
     std::vector<double> ratio;                           // payload bytes per wire byte
     std::vector<std::size_t> owner;
     for (std::size_t r = 0; r < w.nics.size(); ++r)
-      for (SimQp* qp : w.nics[r]->qps)
+      for (SimgridQp* qp : w.nics[r]->qps)
         for (const auto& op : qp->inflight_) {
           // The payload's transfer: a write's or send's request (phase 0), a read's response
           // (phase 1), which the responder sends back to the requester.
           const bool read = op->wr.opcode == SendOpcode::rdma_read;
           if (!op->comm || op->done || op->len == 0 || op->phase != (read ? 1 : 0)) continue;
-          const SimQp* peer = read ? qp->peer() : nullptr;
+          const SimgridQp* peer = read ? qp->peer() : nullptr;
           if (read && !peer) continue;
           {
             sg4::Host* from = op->src;  // this phase's ends: for a read's response, responder to requester

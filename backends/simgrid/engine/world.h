@@ -56,7 +56,7 @@ struct alignas(64) Op {
   // Line 0: what waits and the ends of transfers read first.
   std::uint32_t refs = 0;  // OpPtr references (one thread: the simulation's)
   std::uint32_t gen = 0;   // transfers started so far (phases and RNR retries)
-  SimQp* qp = nullptr;
+  SimgridQp* qp = nullptr;
   sg4::CommPtr comm;
   double timer_at = -1;  // start (or restart after RNR) of the current phase at this time
   std::uint64_t len = 0;
@@ -202,7 +202,7 @@ struct alignas(64) Nic {
   // every end: unreaped, the list grew by about one entry per step and made each transfer cost
   // O(ranks) in a ring. The rank waits on them (they are over: no blocking) before its next wait.
   std::vector<sg4::CommPtr> unreaped;
-  std::vector<SimQp*> qps;
+  std::vector<SimgridQp*> qps;
 };
 
 // NVLink SHARP on a node's NVSwitch (Device::switch_collective, NCCL's NVLS): one call's state,
@@ -234,7 +234,7 @@ struct World {
   std::vector<std::unique_ptr<Nic>> nics;
   static constexpr std::uint32_t kFirstQpn = 0x100;
   MrTable mrs;
-  NumberTable<SimQp> qps{kFirstQpn};
+  NumberTable<SimgridQp> qps{kFirstQpn};
   std::uint32_t next_qpn = kFirstQpn;
   std::uint32_t pds = 0;  // protection domains made so far (their numbers)
   bool aborted = false;

@@ -5,7 +5,7 @@
 // access rights exactly as a responder NIC would, copies the bytes, and delivers completions to
 // the CQs, where rank threads wait on a condition variable. One big lock keeps the engine simple:
 // this backend is about semantics, not speed.
-#include "loopback/loopback.h"
+#include "loopback/loopback_backend.h"
 
 #include <fmt/format.h>
 
@@ -32,8 +32,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 class Fabric;
-class LbQp;
-class LbCq;
+class LoopbackQp;
+class LoopbackCq;
 
 Capabilities loopback_caps() {
   Capabilities c;
@@ -74,7 +74,7 @@ struct PendingRecv {
 // Internal completion: the public one plus what poll needs to retire send-queue slots.
 struct Cqe {
   Completion wc;
-  LbQp* qp = nullptr;
+  LoopbackQp* qp = nullptr;
   std::uint64_t seq = 0;  // send side: the request's sequence number
   bool send_side = false;
 };
@@ -102,8 +102,8 @@ class Fabric {
   std::uint32_t next_key_ = 0x1000;
   std::uint32_t next_qpn_ = 0x100;
   std::unordered_map<std::uint32_t, MrRec> lkeys_, rkeys_;
-  std::unordered_map<std::uint32_t, LbQp*> qps_;
-  std::deque<LbQp*> runnable_;  // QPs with queued sends (may hold stale entries)
+  std::unordered_map<std::uint32_t, LoopbackQp*> qps_;
+  std::deque<LoopbackQp*> runnable_;  // QPs with queued sends (may hold stale entries)
   // Fault injection (loopback.corrupt_every): flip a byte of every Nth payload delivered.
   std::uint64_t corrupt_every_ = 0;
   std::uint64_t deliveries_ = 0;
@@ -134,7 +134,7 @@ class Fabric {
   }
 
   void abort(const std::string& why);
-  void schedule(LbQp* qp);
+  void schedule(LoopbackQp* qp);
 
   // Checks an SGE against the local key table. Caller holds mu_.
   bool local_ok(const Sge& s, const void* pd, bool need_write) const {
@@ -154,15 +154,15 @@ class Fabric {
 
  private:
   void engine_loop();
-  void execute(LbQp* qp, Clock::time_point now, Clock::time_point& next_deadline);
+  void execute(LoopbackQp* qp, Clock::time_point now, Clock::time_point& next_deadline);
 
   int ranks_;
   std::thread engine_;
 };
 
-class LbCq final : public CompletionQueue {
+class LoopbackCq final : public CompletionQueue {
  public:
-  LbCq(Fabric& f, std::uint32_t cap) : f_(f), cap_(cap) {}
+  LoopbackCq(Fabric& f, std::uint32_t cap) : f_(f), cap_(cap) {}
   std::uint32_t capacity() const override { return cap_; }
 
   Result<std::size_t> poll(std::span<Completion> out) override {
@@ -192,7 +192,7 @@ class LbCq final : public CompletionQueue {
 
   // Caller holds f_.mu_. Returns false when the CQ overflowed (the entry is lost).
   bool push(const Cqe& e);
-  std::set<LbQp*> users_;  // QPs that complete into this CQ
+  std::set<LoopbackQp*> users_;  // QPs that complete into this CQ
 
  private:
   Result<std::size_t> take(std::span<Completion> out);
@@ -204,10 +204,10 @@ class LbCq final : public CompletionQueue {
   std::condition_variable cv_;
 };
 
-class LbMr final : public MemoryRegion {
+class LoopbackMr final : public MemoryRegion {
  public:
-  LbMr(Fabric& f, MrRec rec, std::uint32_t lkey, std::uint32_t rkey) : f_(f), rec_(rec), lkey_(lkey), rkey_(rkey) {}
-  ~LbMr() override {
+  LoopbackMr(Fabric& f, MrRec rec, std::uint32_t lkey, std::uint32_t rkey) : f_(f), rec_(rec), lkey_(lkey), rkey_(rkey) {}
+  ~LoopbackMr() override {
     std::lock_guard<std::mutex> lock(f_.mu_);
     f_.lkeys_.erase(lkey_);
     if (rec_.kind == MemoryKind::cuda) f_.gpu_mrs_--;
@@ -228,11 +228,11 @@ class LbMr final : public MemoryRegion {
   std::uint32_t lkey_, rkey_;
 };
 
-class LbQp final : public QueuePair {
+class LoopbackQp final : public QueuePair {
  public:
-  LbQp(Fabric& f, const void* pd, int rank, std::uint32_t qpn, LbCq& scq, LbCq& rcq, QpCaps caps)
+  LoopbackQp(Fabric& f, const void* pd, int rank, std::uint32_t qpn, LoopbackCq& scq, LoopbackCq& rcq, QpCaps caps)
       : f_(f), pd_(pd), rank_(rank), qpn_(qpn), scq_(scq), rcq_(rcq), caps_(caps) {}
-  ~LbQp() override {
+  ~LoopbackQp() override {
     std::lock_guard<std::mutex> lock(f_.mu_);
     f_.qps_.erase(qpn_);
     scq_.users_.erase(this);
@@ -303,8 +303,8 @@ class LbQp final : public QueuePair {
   const void* pd_;
   int rank_;
   std::uint32_t qpn_;
-  LbCq& scq_;
-  LbCq& rcq_;
+  LoopbackCq& scq_;
+  LoopbackCq& rcq_;
   QpCaps caps_;
   QpState state_ = QpState::reset;
   QpConnectAttr conn_;
@@ -324,14 +324,14 @@ class LbQp final : public QueuePair {
   }
 };
 
-bool LbCq::push(const Cqe& e) {
+bool LoopbackCq::push(const Cqe& e) {
   if (overflowed_) return false;
   if (q_.size() >= cap_) {
     // As verbs: the CQ is in error (IBV_EVENT_CQ_ERR) and the QPs that use it cannot go on.
     overflowed_ = true;
     cv_.notify_all();
-    std::vector<LbQp*> users(users_.begin(), users_.end());
-    for (LbQp* qp : users) qp->enter_error();
+    std::vector<LoopbackQp*> users(users_.begin(), users_.end());
+    for (LoopbackQp* qp : users) qp->enter_error();
     return false;
   }
   q_.push_back(e);
@@ -339,7 +339,7 @@ bool LbCq::push(const Cqe& e) {
   return true;
 }
 
-Result<std::size_t> LbCq::take(std::span<Completion> out) {
+Result<std::size_t> LoopbackCq::take(std::span<Completion> out) {
   if (overflowed_)
     return Status(Errc::cq_overflow, fmt::format("completion queue of {} entries overflowed: completions were lost (size it for every "
                                                  "outstanding request, or poll more often)", cap_));
@@ -354,7 +354,7 @@ Result<std::size_t> LbCq::take(std::span<Completion> out) {
   return n;
 }
 
-Status LbQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index) {
+Status LoopbackQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index) {
   std::lock_guard<std::mutex> lock(f_.mu_);
   for (std::size_t i = 0; i < wrs.size(); ++i) {
     const SendWr& wr = wrs[i];
@@ -384,7 +384,7 @@ Status LbQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index) {
   return Status::ok();
 }
 
-Status LbQp::post_recv(std::span<const RecvWr> wrs, std::size_t* bad_index) {
+Status LoopbackQp::post_recv(std::span<const RecvWr> wrs, std::size_t* bad_index) {
   std::lock_guard<std::mutex> lock(f_.mu_);
   for (std::size_t i = 0; i < wrs.size(); ++i) {
     if (Status bad = soft_rc::check_post_recv(state_, wrs[i], caps_.max_recv_sge, rq_.size(), caps_.max_recv_wr, qpn_); !bad) {
@@ -402,7 +402,7 @@ Status LbQp::post_recv(std::span<const RecvWr> wrs, std::size_t* bad_index) {
   return Status::ok();
 }
 
-void Fabric::schedule(LbQp* qp) {
+void Fabric::schedule(LoopbackQp* qp) {
   if (!qp->queued_) {
     qp->queued_ = true;
     runnable_.push_back(qp);
@@ -427,7 +427,7 @@ void Fabric::engine_loop() {
     std::size_t n = runnable_.size();
     bool progressed = false;
     for (std::size_t i = 0; i < n && !runnable_.empty(); ++i) {
-      LbQp* qp = runnable_.front();
+      LoopbackQp* qp = runnable_.front();
       runnable_.pop_front();
       if (!qp) continue;
       qp->queued_ = false;
@@ -454,7 +454,7 @@ void Fabric::engine_loop() {
     if (next_deadline == Clock::time_point::max())
       cv_.wait(lock, [&] {
         return stop_ || std::any_of(runnable_.begin(), runnable_.end(),
-                                    [&](LbQp* q) { return q && !q->sq_.empty() && q->rnr_until_ <= Clock::now(); });
+                                    [&](LoopbackQp* q) { return q && !q->sq_.empty() && q->rnr_until_ <= Clock::now(); });
       });
     else
       cv_.wait_until(lock, next_deadline);
@@ -462,7 +462,7 @@ void Fabric::engine_loop() {
 }
 
 // Executes the oldest request of `qp`. Caller holds mu_.
-void Fabric::execute(LbQp* qp, Clock::time_point now, Clock::time_point& next_deadline) {
+void Fabric::execute(LoopbackQp* qp, Clock::time_point now, Clock::time_point& next_deadline) {
   if (qp->state_ == QpState::err) {
     qp->flush_all();
     return;
@@ -480,7 +480,7 @@ void Fabric::execute(LbQp* qp, Clock::time_point now, Clock::time_point& next_de
     qp->enter_error();
   };
   auto rit = qps_.find(qp->conn_.remote.qpn);
-  LbQp* peer = rit == qps_.end() ? nullptr : rit->second;
+  LoopbackQp* peer = rit == qps_.end() ? nullptr : rit->second;
   if (!peer || !soft_rc::responds(peer->state_)) {
     // The responder is gone or not ready: a real NIC retries retry_cnt times, then gives up.
     fail(WcStatus::retry_exc_err);
@@ -594,9 +594,9 @@ void Fabric::execute(LbQp* qp, Clock::time_point now, Clock::time_point& next_de
   qp->complete_send(p, WcStatus::success, byte_len, false);
 }
 
-class LbPd final : public ProtectionDomain {
+class LoopbackPd final : public ProtectionDomain {
  public:
-  LbPd(Fabric& f, int rank) : f_(f), rank_(rank) {}
+  LoopbackPd(Fabric& f, int rank) : f_(f), rank_(rank) {}
   Result<std::unique_ptr<MemoryRegion>> register_memory(void* addr, std::uint64_t length, std::uint32_t access,
                                                         MemoryKind kind) override {
     if (kind == MemoryKind::cuda && !memory_provider(MemoryKind::cuda))
@@ -611,16 +611,16 @@ class LbPd final : public ProtectionDomain {
     std::uint32_t rkey = f_.next_key_++ | 0x80000000u;
     f_.lkeys_[lkey] = rec;
     f_.rkeys_[rkey] = rec;
-    return std::unique_ptr<MemoryRegion>(new LbMr(f_, rec, lkey, rkey));
+    return std::unique_ptr<MemoryRegion>(new LoopbackMr(f_, rec, lkey, rkey));
   }
 
   Result<std::unique_ptr<QueuePair>> create_qp(CompletionQueue& send_cq, CompletionQueue& recv_cq, const QpCaps& caps) override {
-    auto* scq = dynamic_cast<LbCq*>(&send_cq);
-    auto* rcq = dynamic_cast<LbCq*>(&recv_cq);
+    auto* scq = dynamic_cast<LoopbackCq*>(&send_cq);
+    auto* rcq = dynamic_cast<LoopbackCq*>(&recv_cq);
     if (!scq || !rcq) return Status(Errc::invalid_argument, "create_qp: the CQs do not belong to the loopback backend");
     RDMALAB_TRY(check_qp_caps(caps, loopback_caps()));
     std::lock_guard<std::mutex> lock(f_.mu_);
-    auto qp = std::make_unique<LbQp>(f_, this, rank_, f_.next_qpn_++, *scq, *rcq, caps);
+    auto qp = std::make_unique<LoopbackQp>(f_, this, rank_, f_.next_qpn_++, *scq, *rcq, caps);
     f_.qps_[qp->qpn()] = qp.get();
     scq->users_.insert(qp.get());
     rcq->users_.insert(qp.get());
@@ -632,15 +632,15 @@ class LbPd final : public ProtectionDomain {
   int rank_;
 };
 
-class LbDevice final : public Device {
+class LoopbackDevice final : public Device {
  public:
-  LbDevice(Fabric& f, int rank) : f_(f), rank_(rank), caps_(loopback_caps()) {}
+  LoopbackDevice(Fabric& f, int rank) : f_(f), rank_(rank), caps_(loopback_caps()) {}
   std::string name() const override { return fmt::format("loopback{}", rank_); }
   const Capabilities& caps() const override { return caps_; }
-  Result<std::unique_ptr<ProtectionDomain>> alloc_pd() override { return std::unique_ptr<ProtectionDomain>(new LbPd(f_, rank_)); }
+  Result<std::unique_ptr<ProtectionDomain>> alloc_pd() override { return std::unique_ptr<ProtectionDomain>(new LoopbackPd(f_, rank_)); }
   Result<std::unique_ptr<CompletionQueue>> create_cq(std::uint32_t entries) override {
     RDMALAB_TRY(check_cq_entries(entries, caps_));
-    return std::unique_ptr<CompletionQueue>(new LbCq(f_, entries));
+    return std::unique_ptr<CompletionQueue>(new LoopbackCq(f_, entries));
   }
 
  private:
@@ -780,7 +780,7 @@ class LoopbackBackend final : public Backend {
     std::vector<std::thread> threads;
     for (int r = 0; r < spec.ranks; ++r) {
       threads.emplace_back([&, r] {
-        LbDevice dev(fabric, r);
+        LoopbackDevice dev(fabric, r);
         RankBootstrap boot(shared, r, spec.ranks);
         WallRuntime rt(t0, fabric);
         RankEnv env{r, spec.ranks, boot, rt, dev, host_memory(), scenario_node_shape(spec.scenario, spec.ranks)};

@@ -1,0 +1,327 @@
+// rdmalab sweep: one scenario at every point of a product (or zip) of key values, the points run
+// in parallel processes (each `rdmalab run`, so a point that crashes or hangs takes nothing else
+// with it), every point's results kept under the output folder, and one table of them all (CSV
+// and JSON). A re-run recomputes only the points whose resolved scenario changed. docs/planning.md.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <signal.h>
+#include <sstream>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "backends.h"
+#include "commands.h"
+#include "rdmalab/files.h"
+#include "rdmalab/record.h"
+#include "rdmalab/result_table.h"
+#include "rdmalab/run.h"
+#include "rdmalab/sweep.h"
+
+namespace rdmalab {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct SweepArgs {
+  std::string scenario;
+  std::vector<std::string> vary;
+  bool zip = false;
+  int jobs = 1;
+  std::string out;
+  std::string backend;
+  std::vector<std::string> sets;
+  bool progress = false;
+  bool quiet = false;
+};
+
+volatile std::sig_atomic_t g_sweep_signal = 0;
+extern "C" void on_sweep_signal(int sig) { g_sweep_signal = sig; }
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// What a point's run left: its status and error from its --json file, and its rows.
+void read_point(const fs::path& json_path, SweepResult& r) {
+  std::error_code ec;
+  if (!fs::exists(json_path, ec)) {
+    if (r.status.empty()) r.status = "failed";
+    return;
+  }
+  auto j = nlohmann::json::parse(read_text(json_path), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    r.status = "failed";
+    r.error = fmt::format("{}: not a results file", json_path.string());
+    return;
+  }
+  r.status = j.value("status", "failed");
+  r.error = j.value("error", "");
+  if (auto rows = read_rows(json_path.string()); rows) r.rows = std::move(rows).value();
+}
+
+std::string duration_text(double s) {
+  if (s < 60) return fmt::format("{:.0f}s", s);
+  if (s < 3600) return fmt::format("{}m{:02d}s", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
+  return fmt::format("{}h{:02d}m", static_cast<int>(s) / 3600, (static_cast<int>(s) % 3600) / 60);
+}
+
+// The table as aligned text, for the terminal.
+void print_aligned(const ResultTable& t) {
+  std::vector<std::size_t> w(t.columns.size(), 0);
+  for (std::size_t c = 0; c < t.columns.size(); ++c) w[c] = t.columns[c].size();
+  for (const auto& row : t.cells)
+    for (std::size_t c = 0; c < row.size() && c < w.size(); ++c) w[c] = std::max(w[c], row[c].size());
+  auto line = [&](const std::vector<std::string>& v) {
+    std::string s;
+    for (std::size_t c = 0; c < v.size(); ++c) s += fmt::format("{}{:>{}}", c ? "  " : "", v[c], w[c]);
+    fmt::print("{}\n", s);
+  };
+  line(t.columns);
+  for (const auto& row : t.cells) line(row);
+}
+
+int cmd_sweep(const SweepArgs& a) {
+  // Everything is checked before any point runs.
+  std::vector<SweepAxis> axes;
+  for (const auto& v : a.vary) {
+    auto axis = parse_sweep_axis(v);
+    if (!axis) {
+      fmt::print(stderr, "rdmalab: {}\n", axis.status().message());
+      return kExitUsage;
+    }
+    axes.push_back(std::move(axis).value());
+  }
+  auto points = sweep_points(axes, a.zip);
+  if (!points) {
+    fmt::print(stderr, "rdmalab: {}\n", points.status().message());
+    return kExitUsage;
+  }
+  if (a.jobs < 1) {
+    fmt::print(stderr, "rdmalab: -j {}: give 1 or more parallel points\n", a.jobs);
+    return kExitUsage;
+  }
+  auto base = load(a.scenario, a.sets);
+  if (!base) {
+    print_problems(base.status().message());
+    return kExitUsage;
+  }
+  const std::string backend_name = a.backend.empty() ? base->get_string("backend") : a.backend;
+  auto backend = all_backends().make(backend_name);
+  if (!backend) {
+    fmt::print(stderr, "rdmalab: --backend: {}\n", backend.status().message());
+    return kExitUsage;
+  }
+  if (!(*backend)->hosts_all_ranks()) {
+    fmt::print(stderr, "rdmalab: sweep: backend {} runs one rank per process; sweep its points with rdmalab run under your launcher\n",
+               backend_name);
+    return kExitUsage;
+  }
+  std::vector<std::string> digests;
+  for (std::size_t i = 0; i < points->size(); ++i) {
+    const SweepPoint& p = (*points)[i];
+    std::vector<std::string> sets = a.sets;
+    for (const auto& o : p.overrides(axes)) sets.push_back(o);
+    auto sc = load(a.scenario, sets);
+    Status st = sc ? check_run(*sc, **backend) : sc.status();
+    if (!st) {
+      fmt::print(stderr, "rdmalab: sweep point {} ({}): refused before any point ran:\n", i, p.label(axes));
+      print_problems(st.message());
+      return kExitUsage;
+    }
+    std::string key = resolved_scenario_text(*sc) + "backend = " + backend_name + "\nrdmalab = " + version() + "\n";
+    for (const auto& [k, e] : sc->values)  // a file the scenario names is part of what it runs
+      if (k.ends_with(".calibration") && !e.text.empty()) key += read_text(e.text);
+    digests.push_back(text_digest(key));
+  }
+  const std::string name = base->get_string("name");
+  const fs::path out = a.out.empty() ? fs::path("sweep-" + name) : fs::path(a.out);
+  std::error_code ec;
+  fs::create_directories(out / "points", ec);
+  if (ec || ::access((out / "points").c_str(), W_OK) != 0) {
+    fmt::print(stderr, "rdmalab: --out {}: cannot create or write there ({})\n", out.string(), ec ? ec.message() : std::strerror(errno));
+    return kExitUsage;
+  }
+
+  // Run: at most `jobs` points at once, each its own `rdmalab run` process.
+  const std::size_t n = points->size();
+  std::vector<SweepResult> results(n);
+  // A point's files are named by its digest: a re-run with more values, or in another order,
+  // finds every point it already has.
+  auto file = [&](std::size_t i, const char* ext) { return out / "points" / fmt::format("{}.{}", digests[i], ext); };
+  std::vector<std::size_t> todo;
+  std::size_t cached = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    results[i].point = (*points)[i];
+    results[i].id = digests[i];
+    if (fs::exists(file(i, "json"), ec)) {
+      read_point(file(i, "json"), results[i]);
+      if (results[i].status == "ok") {
+        results[i].cached = true;
+        ++cached;
+        continue;
+      }
+      results[i] = SweepResult{(*points)[i], "", "", false, {}, digests[i]};
+    }
+    todo.push_back(i);
+  }
+  const bool show = !a.quiet && (a.progress || ::isatty(STDERR_FILENO));
+  const bool tty = ::isatty(STDERR_FILENO);
+  struct sigaction sa {};
+  sa.sa_handler = on_sweep_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+
+  std::map<pid_t, std::size_t> running;
+  std::size_t next = 0, done = 0, failed = 0;
+  double busy_s = 0;  // wall seconds of the points that finished
+  std::map<pid_t, std::chrono::steady_clock::time_point> started;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto report = [&] {
+    if (!show) return;
+    std::string now_running;
+    for (const auto& [pid, i] : running) now_running += fmt::format("{}p{} {}", now_running.empty() ? "" : "; ", i, results[i].point.label(axes));
+    const std::size_t left = todo.size() - done;
+    std::string eta = "?";
+    if (done > 0) eta = duration_text(busy_s / static_cast<double>(done) * static_cast<double>(left) / static_cast<double>(std::min<std::size_t>(a.jobs, std::max<std::size_t>(left, 1))));
+    const std::string line = fmt::format("[sweep] {}/{} points done ({:.0f}%; {} cached, {} failed), {} elapsed, ETA {}{}{}", done + cached, n,
+                                         100.0 * static_cast<double>(done + cached) / static_cast<double>(n), cached, failed,
+                                         duration_text(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()), eta,
+                                         now_running.empty() ? "" : " | running: ", now_running);
+    if (tty)
+      fmt::print(stderr, "\r\033[K{}", line.substr(0, 200));
+    else
+      fmt::print(stderr, "{}\n", line);
+    std::fflush(stderr);
+  };
+  auto launch = [&](std::size_t i) -> Status {
+    std::vector<std::string> argv_s{"rdmalab", "run", a.scenario, "--backend", backend_name, "--quiet", "--json", file(i, "json").string()};
+    std::vector<std::string> sets = a.sets;
+    for (const auto& o : results[i].point.overrides(axes)) sets.push_back(o);
+    for (const auto& s : sets) {
+      argv_s.push_back("--set");
+      argv_s.push_back(s);
+    }
+    fs::remove(file(i, "json"), ec);
+    const std::string txt = file(i, "txt").string(), err = file(i, "err").string();
+    const pid_t parent = ::getpid();
+    const pid_t pid = ::fork();
+    if (pid < 0) return Status(Errc::io, fmt::format("fork: {}", std::strerror(errno)));
+    if (pid == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // the sweep dies: so do its points (they write their results as cancelled)
+      if (::getppid() != parent) ::_exit(127);
+      for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::signal(sig, SIG_DFL);
+      ::setpgid(0, 0);  // a terminal's Ctrl-C reaches the sweep, which stops its points itself
+      const int o = ::open(txt.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (o < 0 || e < 0) ::_exit(126);
+      ::dup2(o, STDOUT_FILENO);
+      ::dup2(e, STDERR_FILENO);
+      std::vector<char*> argv;
+      for (auto& s : argv_s) argv.push_back(s.data());
+      argv.push_back(nullptr);
+      ::execv("/proc/self/exe", argv.data());
+      ::_exit(127);
+    }
+    running[pid] = i;
+    started[pid] = std::chrono::steady_clock::now();
+    return Status::ok();
+  };
+  report();
+  while ((next < todo.size() || !running.empty())) {
+    while (!g_sweep_signal && next < todo.size() && running.size() < static_cast<std::size_t>(a.jobs)) {
+      if (Status st = launch(todo[next]); !st) {
+        fmt::print(stderr, "\nrdmalab: sweep: {}\n", st.message());
+        g_sweep_signal = SIGTERM;
+        break;
+      }
+      ++next;
+      report();
+    }
+    if (g_sweep_signal && !running.empty()) {
+      for (const auto& [pid, i] : running) ::kill(pid, SIGTERM);
+    }
+    if (running.empty()) break;
+    int wstatus = 0;
+    const pid_t pid = ::waitpid(-1, &wstatus, 0);
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    auto it = running.find(pid);
+    if (it == running.end()) continue;
+    const std::size_t i = it->second;
+    running.erase(it);
+    busy_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - started[pid]).count();
+    ++done;
+    SweepResult& r = results[i];
+    read_point(file(i, "json"), r);
+    if (r.status != "ok") {
+      ++failed;
+      if (r.error.empty()) {
+        std::string why = read_text(file(i, "err"));
+        while (!why.empty() && (why.back() == '\n' || why.back() == '\r')) why.pop_back();
+        r.error = why.empty() ? fmt::format("exit status {}", WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus)) : why;
+      }
+      if (show && tty) fmt::print(stderr, "\r\033[K");
+      if (!a.quiet) fmt::print(stderr, "rdmalab: sweep point {} ({}) {}: {}\n", i, r.point.label(axes), r.status, r.error);
+    }
+    report();
+  }
+  if (show && tty) fmt::print(stderr, "\n");
+  for (auto& r : results)
+    if (r.status.empty()) r.status = "not run";
+
+  const ResultTable table = sweep_table(axes, results);
+  Status w1 = write_file_atomically((out / "sweep.csv").string(), result_table_csv(table));
+  Status w2 = write_file_atomically((out / "sweep.json").string(), sweep_json(a.scenario, backend_name, a.zip, axes, results));
+  if (!w1 || !w2) {
+    fmt::print(stderr, "rdmalab: sweep: {}\n", (!w1 ? w1 : w2).message());
+    return kExitRunFailed;
+  }
+  if (!a.quiet) {
+    print_aligned(table);
+    fmt::print("# {} points ({} run, {} cached, {} failed): {}, {}\n", n, done, cached, failed, (out / "sweep.csv").string(),
+               (out / "sweep.json").string());
+  }
+  if (g_sweep_signal) {
+    const int sig = g_sweep_signal;
+    fmt::print(stderr, "rdmalab: sweep stopped by {}: {} of {} points have results; the table says which\n",
+               sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP", done + cached - failed, n);
+    return 128 + sig;
+  }
+  return failed > 0 ? kExitRunFailed : kExitOk;
+}
+
+}  // namespace
+
+Command add_sweep(CLI::App& app) {
+  auto a = std::make_shared<SweepArgs>();
+  auto* sweep = app.add_subcommand("sweep", "run a scenario at every point of a product (or zip) of key values, in parallel, "
+                                            "and write one table of all the points (docs/planning.md)");
+  sweep->add_option("scenario", a->scenario, "scenario file (YAML)")->required();
+  sweep->add_option("--vary", a->vary, "KEY=V1,V2,... : a key and its values (repeatable; the points are the product)")->required();
+  sweep->add_flag("--zip", a->zip, "the i-th value of every --vary together, instead of their product");
+  sweep->add_option("-j,--jobs", a->jobs, "points run at once, each in its own process (default 1)");
+  sweep->add_option("--out", a->out, "folder for the points' results and the table (default sweep-<scenario name>)");
+  sweep->add_option("--backend", a->backend, "backend to run on (default: the scenario's backend:)");
+  sweep->add_option("--set", a->sets, "override a key at every point (repeatable)");
+  sweep->add_flag("--progress", a->progress, "print progress lines even when stderr is not a terminal");
+  sweep->add_flag("--quiet", a->quiet, "print nothing but errors");
+  return {sweep, [a] { return cmd_sweep(*a); }};
+}
+
+}  // namespace rdmalab
