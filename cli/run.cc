@@ -151,7 +151,7 @@ int cmd_run(RunArgs a) {
     }
   }
   if (!a.quiet) {
-    fmt::print("rdmalab {} | scenario {} ({}) | backend {} | workload {} | ranks {}\n", version(), sc->get_string("name"), a.scenario,
+    fmt::print("rdmalab {} | scenario {} ({}) | backend {} | workload {} | ranks {}\n", version(), run_name(sc->get_string("name"), a.sets), a.scenario,
                backend_name, sc->get_string("workload.type"), scenario_ranks(*sc));
     if (sc->is_set("description")) fmt::print("  {}\n", sc->get_string("description"));
     std::fflush(stdout);
@@ -179,7 +179,9 @@ int cmd_run(RunArgs a) {
   if (!a.json.empty()) {
     RunInfo info;
     info.scenario = a.scenario;
-    info.name = sc->get_string("name");
+    info.name = run_name(sc->get_string("name"), a.sets);
+    info.overrides = a.sets;
+    for (const auto& [key, e] : sc->values) info.resolved.push_back({key, e.text, e.explicit_ ? e.loc.to_string() : "default"});
     info.backend = backend_name;
     info.seed = static_cast<std::uint64_t>(sc->get_int("seed"));
     info.version = version();

@@ -1,5 +1,7 @@
 #include "rdmalab/results.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -98,6 +100,13 @@ std::vector<ResultRow> rows_from_json(const std::string& text) {
   return rows;
 }
 
+std::string run_name(const std::string& scenario_name, const std::vector<std::string>& overrides) {
+  if (overrides.empty()) return scenario_name;
+  std::string list;
+  for (const auto& o : overrides) list += (list.empty() ? "" : " ") + o;
+  return fmt::format("{} [--set {}]", scenario_name, list);
+}
+
 std::string results_to_json(const RunInfo& info, const std::vector<ResultRow>& rows) {
   nlohmann::ordered_json j;
   j["rdmalab_version"] = info.version;
@@ -107,6 +116,12 @@ std::string results_to_json(const RunInfo& info, const std::vector<ResultRow>& r
   j["seed"] = info.seed;
   j["status"] = info.status;
   if (!info.error.empty()) j["error"] = info.error;
+  if (!info.overrides.empty()) j["overrides"] = info.overrides;
+  if (!info.resolved.empty()) {
+    nlohmann::ordered_json res = nlohmann::ordered_json::object();
+    for (const auto& k : info.resolved) res[k.key] = {{"value", k.value}, {"from", k.from}};
+    j["resolved"] = std::move(res);
+  }
   auto arr = nlohmann::ordered_json::array();
   for (const auto& r : rows) {
     auto o = row_json(r);

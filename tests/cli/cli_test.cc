@@ -392,3 +392,29 @@ TEST(CliSweep, APointThatFailsIsReportedAndTheOthersGoOn) {
   EXPECT_EQ(j["points"][0]["status"], "ok");
   EXPECT_EQ(j["points"][1]["status"], "failed");
 }
+
+// A run's results say what produced them: its overrides, every key as it resolved and where
+// from, and a name that says it was overridden.
+TEST(Cli, ResultsRecordTheResolvedScenarioAndTheOverrides) {
+  auto json = (tmpdir() / "provenance.json").string();
+  CliRun r = rdmalab("run " + scenario("write-bw-64k.yaml") + " --set fabric.nodes=4 --set workload.iterations=100 --json " + json);
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("scenario write-bw-64k [--set fabric.nodes=4 workload.iterations=100]"), std::string::npos) << r.out;
+  std::ifstream in(json);
+  auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["name"], "write-bw-64k [--set fabric.nodes=4 workload.iterations=100]");
+  ASSERT_EQ(j["overrides"].size(), 2u);
+  EXPECT_EQ(j["overrides"][0], "fabric.nodes=4");
+  EXPECT_EQ(j["resolved"]["fabric.nodes"]["value"], "4");
+  EXPECT_EQ(j["resolved"]["fabric.nodes"]["from"].get<std::string>().rfind("--set", 0), 0u);
+  EXPECT_EQ(j["resolved"]["workload.size"]["value"], "64KiB");
+  EXPECT_NE(j["resolved"]["workload.size"]["from"].get<std::string>().find("write-bw-64k.yaml:"), std::string::npos);
+  EXPECT_EQ(j["resolved"]["fabric.model"]["from"], "default");
+  // Without --set: the scenario's own name, no overrides.
+  CliRun plain = rdmalab("run " + scenario("write-bw-64k.yaml") + " --json " + json);
+  ASSERT_EQ(plain.status, 0) << plain.out;
+  std::ifstream in2(json);
+  auto j2 = nlohmann::json::parse(in2);
+  EXPECT_EQ(j2["name"], "write-bw-64k");
+  EXPECT_FALSE(j2.contains("overrides"));
+}

@@ -45,7 +45,18 @@ struct RunInfo {
   std::string version;
   std::string status = "ok";  // ok | failed
   std::string error;          // message when failed
+  // What produced the run: the --set overrides as given, and every key of the scenario as it
+  // resolved (its final text and where it came from: "file:line:column", "--set" or "default").
+  std::vector<std::string> overrides;
+  struct Key {
+    std::string key, value, from;
+  };
+  std::vector<Key> resolved;
 };
+
+// The run's name: the scenario's, marked when --set changed it ("ar-1gib [--set fabric.nodes=32]"),
+// so two runs of one file with different overrides never look alike.
+std::string run_name(const std::string& scenario_name, const std::vector<std::string>& overrides);
 
 // Rows to and from a compact JSON array (used to carry rows across processes).
 std::string rows_to_json(const std::vector<ResultRow>& rows);
