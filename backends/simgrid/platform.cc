@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <numeric>
 #include <simgrid/s4u.hpp>
@@ -41,6 +42,12 @@ void add_fabric_keys(Schema& s) {
   s.add("fabric.spine.latency", T::time, "", "fat_tree: latency of the links above the leaves (default: fabric.link.latency)", 0, 1);
   s.add("fabric.fat_tree.parallel", T::int_list, "",
         "parallel links between an element and each parent, per level (default 1 each)", 1, 64);
+  s.add("fabric.fat_tree.radix", T::integer, "",
+        "ports of each switch, for a two-level tree built from fabric.nodes (instead of fabric.fat_tree.down/up): a leaf has "
+        "radix x k/(k+1) nodes and radix/(k+1) uplinks for oversubscription k:1",
+        2, 4096);
+  s.add("fabric.fat_tree.oversubscription", T::string, "1:1",
+        "k:1 at each leaf of a tree built from fabric.nodes (node links per uplink): 1:1 is non-blocking, 2:1 halves the spine");
   s.add("fabric.torus.dims", T::int_list, "", "torus dimensions; their product is the node count", 1, 1e6);
   s.add("fabric.dragonfly.groups", T::int_list, "", "[groups, links between two groups]", 1, 1e6);
   s.add("fabric.dragonfly.chassis", T::int_list, "", "[chassis per group, links between two chassis]", 1, 1e6);
@@ -154,11 +161,104 @@ void add_presets(Schema& s) {
 }
 
 
+Result<FatTreeShape> fat_tree_shape(const Scenario& sc) {
+  FatTreeShape t;
+  const std::int64_t nodes = sc.get_int("fabric.nodes");
+  const bool simgrid_form = sc.has("fabric.fat_tree.down") || sc.has("fabric.fat_tree.up");
+  if (simgrid_form) {
+    for (const char* k : {"fabric.fat_tree.down", "fabric.fat_tree.up"})
+      if (!sc.has(k))
+        return sc.error(k, "SimGrid's form needs fabric.fat_tree.down and .up both (or neither: then the tree is built from fabric.nodes, "
+                           "fabric.fat_tree.radix and .oversubscription)");
+    for (const char* k : {"fabric.fat_tree.radix", "fabric.fat_tree.oversubscription"})
+      if (sc.is_set(k)) return sc.error(k, "is for a tree built from fabric.nodes: drop it, or drop fabric.fat_tree.down and .up");
+    const auto levels = sc.get_int("fabric.fat_tree.levels");
+    t.down = sc.get_ints("fabric.fat_tree.down");
+    t.up = sc.get_ints("fabric.fat_tree.up");
+    if (static_cast<std::int64_t>(t.down.size()) != levels)
+      return sc.error("fabric.fat_tree.down", fmt::format("has {} entries; fabric.fat_tree.levels is {}", t.down.size(), levels));
+    if (static_cast<std::int64_t>(t.up.size()) != levels)
+      return sc.error("fabric.fat_tree.up", fmt::format("has {} entries; fabric.fat_tree.levels is {}", t.up.size(), levels));
+    t.parallel.assign(t.down.size(), 1);
+    if (sc.has("fabric.fat_tree.parallel")) {
+      t.parallel = sc.get_ints("fabric.fat_tree.parallel");
+      if (static_cast<std::int64_t>(t.parallel.size()) != levels)
+        return sc.error("fabric.fat_tree.parallel", fmt::format("needs {} entries, one per level", levels));
+    }
+    std::string d, u;
+    for (std::size_t i = 0; i < t.down.size(); ++i) {
+      d += fmt::format("{}{}", i ? ", " : "", t.down[i]);
+      u += fmt::format("{}{}", i ? ", " : "", t.up[i]);
+    }
+    t.described = fmt::format("fat tree of {} levels (SimGrid's form: down [{}], up [{}])", t.down.size(), d, u);
+    return t;
+  }
+  if (sc.is_set("fabric.fat_tree.levels") && sc.get_int("fabric.fat_tree.levels") != 2)
+    return sc.error("fabric.fat_tree.levels", "a tree built from fabric.nodes has two levels; for more, give fabric.fat_tree.down and .up");
+  // Oversubscription k:1 (a whole k).
+  const std::string os = sc.get_string("fabric.fat_tree.oversubscription");
+  std::int64_t k = 0;
+  {
+    const auto colon = os.find(':');
+    const std::string a = os.substr(0, colon), b = colon == std::string::npos ? "" : os.substr(colon + 1);
+    char* end = nullptr;
+    const long v = std::strtol(a.c_str(), &end, 10);
+    if (colon == std::string::npos || b != "1" || a.empty() || *end != '\0' || v < 1 || v > 64)
+      return sc.error("fabric.fat_tree.oversubscription", fmt::format("'{}': give k:1 with a whole k from 1 to 64 (1:1, 2:1, 4:1)", os));
+    k = v;
+  }
+  std::int64_t d = 0, u = 0, radix = 0;
+  if (sc.has("fabric.fat_tree.radix")) {
+    // A leaf's ports: d to nodes, u up, d = k u, d + u = radix.
+    radix = sc.get_int("fabric.fat_tree.radix");
+    if (radix % (k + 1) != 0)
+      return sc.error("fabric.fat_tree.radix", fmt::format("{} ports do not split {}:1 (down = {} x up): give a radix that is a multiple of {}", radix, k, k, k + 1));
+    u = radix / (k + 1);
+    d = radix - u;
+  } else {
+    // From the node count alone: leaves of d nodes, d the largest divisor of the node count not above
+    // its square root (rounded up), so leaves and spines come out about as many as the nodes per leaf.
+    const auto root = static_cast<std::int64_t>(std::ceil(std::sqrt(static_cast<double>(nodes))));
+    for (std::int64_t c = std::min(root, nodes); c >= 1; --c)
+      if (nodes % c == 0) {
+        d = c;
+        break;
+      }
+    if (d % k != 0)
+      return sc.error("fabric.fat_tree.oversubscription", fmt::format("{}:1 does not divide a leaf of {} nodes (the shape fabric.nodes {} gives): "
+                                                                      "use an oversubscription that divides {}, or give fabric.fat_tree.radix", k, d, nodes, d));
+    u = d / k;
+  }
+  if (nodes <= d) {
+    // One switch holds them all: a one-level tree, nothing above it to oversubscribe.
+    t.down = {nodes};
+    t.up = {1};
+    t.parallel = {1};
+    t.described = fmt::format("fat tree: one switch of {} nodes{}", nodes, radix ? fmt::format(" (radix {})", radix) : std::string());
+    return t;
+  }
+  if (nodes % d != 0)
+    return sc.error("fabric.nodes", fmt::format("{} nodes do not fill leaves of {} nodes (radix {} at {}:1): give a multiple of {}", nodes, d, radix, k, d));
+  const std::int64_t leaves = nodes / d;
+  if (radix && leaves > radix)
+    return sc.error("fabric.nodes", fmt::format("{} leaves of {} nodes need spines of {} ports, more than the radix {}: a two-level tree of radix {} "
+                                                "at {}:1 holds at most {} nodes (for more, give a third level in SimGrid's form)",
+                                                leaves, d, leaves, radix, radix, k, radix * d));
+  t.down = {d, leaves};
+  t.up = {1, u};
+  t.parallel = {1, 1};
+  t.described = fmt::format("fat tree: {} leaves of {} nodes, {} uplinks each to {} spines of {} ports ({}:1{})", leaves, d, u, u, leaves, k,
+                            radix ? fmt::format(", switch radix {}", radix) : fmt::format(", switch radix {} needed", std::max(d + u, leaves)));
+  return t;
+}
+
 int fat_tree_level(const Scenario& sc, long nodes, long creation) {
-  const auto down = sc.get_ints("fabric.fat_tree.down"), up = sc.get_ints("fabric.fat_tree.up");
+  auto shape = fat_tree_shape(sc);
+  if (!shape) return 1;
+  const auto& down = shape->down;
+  const auto& up = shape->up;
   const std::size_t levels = down.size();
-  std::vector<std::int64_t> par(levels, 1);
-  if (sc.has("fabric.fat_tree.parallel")) par = sc.get_ints("fabric.fat_tree.parallel");
+  const std::vector<std::int64_t>& par = shape->parallel;
   long first = 0, below = nodes;
   for (std::size_t l = 0; l < levels; ++l) {
     const long count = below * up[l] * par[l];
@@ -205,17 +305,8 @@ Status check_fabric(const Scenario& sc) {
   if (sc.get_number("fabric.node.nvlink.efficiency") != 1 && !sc.has("fabric.node.nvlink.bandwidth"))
     return sc.error("fabric.node.nvlink.efficiency", "applies to NVLink: set fabric.node.nvlink.bandwidth (or a fabric.preset) too");
   if (topo == "fat_tree") {
-    for (const char* k : {"fabric.fat_tree.down", "fabric.fat_tree.up"})
-      if (!sc.has(k)) return sc.error("fabric.topology", fmt::format("a fat_tree needs {} (see docs/backends/simgrid.md)", k));
-    auto levels = sc.get_int("fabric.fat_tree.levels");
-    auto down = sc.get_ints("fabric.fat_tree.down");
-    auto up = sc.get_ints("fabric.fat_tree.up");
-    if (static_cast<std::int64_t>(down.size()) != levels)
-      return sc.error("fabric.fat_tree.down", fmt::format("has {} entries; fabric.fat_tree.levels is {}", down.size(), levels));
-    if (static_cast<std::int64_t>(up.size()) != levels)
-      return sc.error("fabric.fat_tree.up", fmt::format("has {} entries; fabric.fat_tree.levels is {}", up.size(), levels));
-    if (sc.has("fabric.fat_tree.parallel") && static_cast<std::int64_t>(sc.get_ints("fabric.fat_tree.parallel").size()) != levels)
-      return sc.error("fabric.fat_tree.parallel", fmt::format("needs {} entries, one per level", levels));
+    RDMALAB_ASSIGN(const FatTreeShape shape, fat_tree_shape(sc));
+    const auto levels = static_cast<std::int64_t>(shape.down.size());
     // SimGrid's fat tree routes between nodes: with a node model, all of a node's NICs would take
     // one path above the leaves to a given node, where a real fabric routes each NIC's address
     // on its own (NCCL's channels cross on different NICs to reach different spines).
@@ -731,11 +822,11 @@ std::vector<RankEndpoints> build_platform(const Scenario& sc, const FabricModel&
       for (auto x : v) out.push_back(static_cast<unsigned int>(x));
       return out;
     };
-    auto down = to_u(sc.get_ints("fabric.fat_tree.down"));
-    auto up = to_u(sc.get_ints("fabric.fat_tree.up"));
-    auto levels = static_cast<unsigned int>(sc.get_int("fabric.fat_tree.levels"));
-    std::vector<unsigned int> par =
-        sc.has("fabric.fat_tree.parallel") ? to_u(sc.get_ints("fabric.fat_tree.parallel")) : std::vector<unsigned int>(levels, 1);
+    const FatTreeShape shape = fat_tree_shape(sc).value();  // checked before the run (check_fabric)
+    auto down = to_u(shape.down);
+    auto up = to_u(shape.up);
+    auto levels = static_cast<unsigned int>(down.size());
+    std::vector<unsigned int> par = to_u(shape.parallel);
     auto* zone =
         sg4::create_fatTree_zone("fabric", nullptr, sg4::FatTreeParams(levels, down, up, par), callbacks, bw, lat, policy);
     zone->seal();

@@ -105,6 +105,15 @@ void add_fabric_keys(Schema& schema);
 Status check_fabric(const Scenario& sc);
 // Whether GPU memory goes through host bounce buffers (workload.gpu_path, fabric.node.gpudirect).
 bool gpu_staged(const Scenario& sc, const FabricModel& model);
+// A fat tree's shape in SimGrid's form, from the scenario's SimGrid form (fabric.fat_tree.down,
+// .up, .levels, .parallel) or from what a planner gives: fabric.nodes alone (a non-blocking
+// two-level tree), with fabric.fat_tree.radix (switch ports) and fabric.fat_tree.oversubscription
+// ("2:1": downlinks per uplink at a leaf). `described` says the shape in words. Errors name the key.
+struct FatTreeShape {
+  std::vector<std::int64_t> down, up, parallel;
+  std::string described;
+};
+Result<FatTreeShape> fat_tree_shape(const Scenario& sc);
 // The level (1: node to leaf, 2: leaf to the next tier, …) of the fat-tree link SimGrid created
 // `creation`-th: it makes them level by level from the `nodes` up.
 int fat_tree_level(const Scenario& sc, long nodes, long creation);

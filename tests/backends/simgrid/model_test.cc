@@ -12,6 +12,7 @@
 #include "rdmalab/calibration.h"
 #include "rdmalab/record.h"
 #include "rdmalab/run.h"
+#include "simgrid/platform.h"
 
 #include <atomic>
 #include <chrono>
@@ -220,6 +221,58 @@ TEST_F(SimgridModel, FlowsAcrossATwoToOneSpineGetHalfTheBandwidth) {
     expect_within_1pct(across[static_cast<std::size_t>(r)], 4 * kLat + kSize / (kBw / 2),
                        "fat tree 2:1, across the spine, rank " + std::to_string(r));
   }
+}
+
+// A fat tree a planner types: from the node count alone (non-blocking: leaves of 4 nodes with 4
+// uplinks for 16 nodes), and with an oversubscription; flows across the spine get all of their
+// links at 1:1 and half at 2:1 — the same figures as the SimGrid form above.
+TEST_F(SimgridModel, FatTreeFromNodesAloneAndFromRadixAndOversubscription) {
+  constexpr std::size_t kSize = 8 << 20;
+  const char* plain =
+      "backend: simgrid\n"
+      "fabric:\n"
+      "  topology: fat_tree\n"
+      "  nodes: 16\n"
+      "  model: alpha_beta\n"
+      "  link: { bandwidth: 100Gbps, latency: 1us }\n";
+  auto across = [&](const Scenario& sc) {
+    return run_pattern(sc, kSize, [&](RankEnv& env, auto& qps, CompletionQueue& cq, MemoryRegion& mr, const auto& peers) {
+      if (env.rank >= 4) return -1.0;
+      const int to = env.rank + 4;  // leaf 0 to leaf 1, every flow over the spine
+      return timed_write(env, *qps[static_cast<std::size_t>(to)], cq, mr, peers[static_cast<std::size_t>(to)].rb, kSize);
+    });
+  };
+  const Scenario one_to_one = scenario(plain);
+  auto shape = sim::fat_tree_shape(one_to_one);
+  ASSERT_TRUE(shape.is_ok()) << shape.status().message();
+  EXPECT_EQ(shape->described, "fat tree: 4 leaves of 4 nodes, 4 uplinks each to 4 spines of 4 ports (1:1, switch radix 8 needed)");
+  const auto full = across(one_to_one);
+  const Scenario two_to_one = scenario(plain, {"fabric.fat_tree.radix=6", "fabric.fat_tree.oversubscription=2:1"});
+  shape = sim::fat_tree_shape(two_to_one);
+  ASSERT_TRUE(shape.is_ok()) << shape.status().message();
+  EXPECT_EQ(shape->described, "fat tree: 4 leaves of 4 nodes, 2 uplinks each to 2 spines of 4 ports (2:1, switch radix 6)");
+  const auto half = across(two_to_one);
+  for (int r = 0; r < 4; ++r) {
+    expect_within_1pct(full[static_cast<std::size_t>(r)], 4 * kLat + kSize / kBw, "fat tree from nodes, 1:1, rank " + std::to_string(r));
+    expect_within_1pct(half[static_cast<std::size_t>(r)], 4 * kLat + kSize / (kBw / 2), "fat tree radix 6 at 2:1, rank " + std::to_string(r));
+  }
+  // What cannot be built is refused with the key and the reason.
+  auto backend = all_backends().make("simgrid");
+  auto check = [&](std::vector<std::string> sets) { return check_run(scenario(plain, std::move(sets)), **backend).message(); };
+  EXPECT_NE(check({"fabric.fat_tree.oversubscription=3:1"}).find("3:1 does not divide a leaf of 4 nodes"), std::string::npos)
+      << check({"fabric.fat_tree.oversubscription=3:1"});
+  EXPECT_NE(check({"fabric.fat_tree.oversubscription=2"}).find("give k:1 with a whole k"), std::string::npos);
+  EXPECT_NE(check({"fabric.fat_tree.radix=10", "fabric.fat_tree.oversubscription=2:1"}).find("a multiple of 3"), std::string::npos);
+  EXPECT_NE(check({"fabric.nodes=36", "fabric.fat_tree.radix=8"}).find("holds at most 32 nodes"), std::string::npos)
+      << check({"fabric.nodes=36", "fabric.fat_tree.radix=8"});
+  EXPECT_NE(check({"fabric.nodes=18", "fabric.fat_tree.radix=8"}).find("give a multiple of 4"), std::string::npos);
+  EXPECT_NE(check({"fabric.fat_tree.radix=8", "fabric.fat_tree.down=[4,4]", "fabric.fat_tree.up=[1,4]"}).find("is for a tree built from fabric.nodes"),
+            std::string::npos);
+  EXPECT_NE(check({"fabric.fat_tree.down=[4,4]"}).find("needs fabric.fat_tree.down and .up both"), std::string::npos);
+  // Few enough nodes for one switch: a one-level tree.
+  shape = sim::fat_tree_shape(scenario(plain, {"fabric.nodes=4", "fabric.fat_tree.radix=8"}));
+  ASSERT_TRUE(shape.is_ok());
+  EXPECT_EQ(shape->down, (std::vector<std::int64_t>{4}));
 }
 
 TEST_F(SimgridModel, SameScenarioAndSeedGiveIdenticalResults) {
