@@ -181,7 +181,7 @@ int cmd_run(RunArgs a) {
     info.scenario = a.scenario;
     info.name = run_name(sc->get_string("name"), a.sets);
     info.overrides = a.sets;
-    for (const auto& [key, e] : sc->values) info.resolved.push_back({key, e.text, e.explicit_ ? e.loc.to_string() : "default"});
+    for (const auto& [key, e] : sc->values) info.resolved.push_back({key, e.text, e.source()});
     info.backend = backend_name;
     info.seed = static_cast<std::uint64_t>(sc->get_int("seed"));
     info.version = version();

@@ -23,7 +23,7 @@
 #include "backends.h"
 #include "commands.h"
 #include "rdmalab/files.h"
-#include "rdmalab/record.h"
+#include "rdmalab/results.h"
 #include "rdmalab/result_table.h"
 #include "rdmalab/run.h"
 #include "rdmalab/sweep.h"
@@ -70,7 +70,14 @@ void read_point(const fs::path& json_path, SweepResult& r) {
   }
   r.status = j.value("status", "failed");
   r.error = j.value("error", "");
-  if (auto rows = read_rows(json_path.string()); rows) r.rows = std::move(rows).value();
+  if (j.contains("results") && j["results"].is_array()) {
+    try {
+      r.rows = rows_from_json(j["results"].dump());
+    } catch (const nlohmann::json::exception& e) {
+      r.status = "failed";
+      r.error = fmt::format("{}: malformed rows: {}", json_path.string(), e.what());
+    }
+  }
 }
 
 std::string duration_text(double s) {

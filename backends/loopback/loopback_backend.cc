@@ -246,13 +246,7 @@ class LoopbackQp final : public QueuePair {
     std::lock_guard<std::mutex> lock(f_.mu_);
     return state_;
   }
-  QpEndpoint endpoint() const override {
-    QpEndpoint ep;
-    ep.qpn = qpn_;
-    ep.psn = qpn_ * 7919u & 0xffffff;
-    ep.rank = static_cast<std::uint32_t>(rank_);
-    return ep;
-  }
+  QpEndpoint endpoint() const override { return soft_rc::endpoint(qpn_, rank_); }
 
   QpCaps caps() const override { return caps_; }
   Status to_init() override { return transition(QpState::reset, QpState::init, nullptr); }

@@ -252,13 +252,11 @@ Result<FatTreeShape> fat_tree_shape(const Scenario& sc) {
   return t;
 }
 
-int fat_tree_level(const Scenario& sc, long nodes, long creation) {
-  auto shape = fat_tree_shape(sc);
-  if (!shape) return 1;
-  const auto& down = shape->down;
-  const auto& up = shape->up;
+int fat_tree_level(const FatTreeShape& shape, long nodes, long creation) {
+  const auto& down = shape.down;
+  const auto& up = shape.up;
   const std::size_t levels = down.size();
-  const std::vector<std::int64_t>& par = shape->parallel;
+  const std::vector<std::int64_t>& par = shape.parallel;
   long first = 0, below = nodes;
   for (std::size_t l = 0; l < levels; ++l) {
     const long count = below * up[l] * par[l];
@@ -841,7 +839,7 @@ std::vector<RankEndpoints> build_platform(const Scenario& sc, const FabricModel&
       for (sg4::Link* l : sg4::Engine::get_instance()->get_all_links()) {
         long c = 0, p = 0, k = 0;
         if (std::sscanf(l->get_name().c_str(), "link_from_%ld_%ld_%ld_", &c, &p, &k) != 3) continue;
-        if (fat_tree_level(sc, machines, k) >= 2) {
+        if (fat_tree_level(shape, machines, k) >= 2) {
           l->set_bandwidth(spine_bw);
           l->set_latency(spine_lat);
         } else {

@@ -116,7 +116,7 @@ struct FatTreeShape {
 Result<FatTreeShape> fat_tree_shape(const Scenario& sc);
 // The level (1: node to leaf, 2: leaf to the next tier, …) of the fat-tree link SimGrid created
 // `creation`-th: it makes them level by level from the `nodes` up.
-int fat_tree_level(const Scenario& sc, long nodes, long creation);
+int fat_tree_level(const FatTreeShape& shape, long nodes, long creation);
 // The calibration file of a scenario (fabric.calibration; relative: next to the scenario), or "".
 std::string calibration_path(const Scenario& sc);
 // Checks the node model's keys (called by check_fabric).

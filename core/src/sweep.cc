@@ -89,7 +89,7 @@ Result<std::vector<SweepPoint>> sweep_points(const std::vector<SweepAxis>& axes,
 std::string resolved_scenario_text(const Scenario& sc) {
   std::string out;
   for (const auto& [key, e] : sc.values)
-    out += fmt::format("{} = {}  # {}\n", key, e.text, e.explicit_ ? e.loc.to_string() : std::string("default"));
+    out += fmt::format("{} = {}  # {}\n", key, e.text, e.source());
   return out;
 }
 

@@ -66,6 +66,15 @@ inline Status check_post_recv(QpState state, const RecvWr& wr, std::uint32_t max
   return Status::ok();
 }
 
+// A QP's address for its peer: its number, a starting PSN derived from it, and the owning rank.
+inline QpEndpoint endpoint(std::uint32_t qpn, int rank) {
+  QpEndpoint ep;
+  ep.qpn = qpn;
+  ep.psn = qpn * 7919u & 0xffffff;
+  ep.rank = static_cast<std::uint32_t>(rank);
+  return ep;
+}
+
 // The completion of a receive flushed from a QP in ERR.
 inline Completion flushed_receive(std::uint64_t wr_id, std::uint32_t qpn) {
   Completion wc;

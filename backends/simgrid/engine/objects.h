@@ -99,13 +99,7 @@ class alignas(64) SimgridQp final : public QueuePair {
 
   std::uint32_t qpn() const override { return qpn_; }
   QpState state() const override { return state_; }
-  QpEndpoint endpoint() const override {
-    QpEndpoint ep;
-    ep.qpn = qpn_;
-    ep.psn = qpn_ * 7919u & 0xffffff;
-    ep.rank = static_cast<std::uint32_t>(rank_);
-    return ep;
-  }
+  QpEndpoint endpoint() const override { return soft_rc::endpoint(qpn_, rank_); }
   QpCaps caps() const override { return caps_; }
   Status to_init() override { return transition(QpState::reset, QpState::init, nullptr); }
   Status to_rtr(const QpConnectAttr& attr) override {

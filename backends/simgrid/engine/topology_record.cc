@@ -124,7 +124,8 @@ Topology describe_topology(const World& w) {
   }
   if (topo == "fat_tree") {
     // Ids of different levels may be equal; the creation number says the level.
-    auto level_of = [&](long creation) { return fat_tree_level(*w.sc, n, creation); };
+    const FatTreeShape shape = fat_tree_shape(*w.sc).value();  // checked before the run
+    auto level_of = [&](long creation) { return fat_tree_level(shape, n, creation); };
     // Switches numbered tier by tier, in the zone's id order (leaf-0 is above host 0).
     std::map<std::pair<int, long>, int> sw;
     for (std::size_t i = 0; i < t.links.size(); ++i) {

@@ -102,6 +102,8 @@ struct Entry {
   SourceLoc loc;
   bool explicit_ = false;  // written in the file or by --set (not a default)
   std::string text;        // as written ("64KiB", "[1, 2]"), or the default's text: for forms
+  // Where its value came from: "file:line:column", "--set key=value", or "default".
+  std::string source() const { return explicit_ ? loc.to_string() : "default"; }
 };
 
 struct Scenario {
