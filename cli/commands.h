@@ -43,5 +43,7 @@ Result<Scenario> load(const std::string& path, const std::vector<std::string>& s
 void print_problems(const std::string& message);
 // Keys the file gives for another backend's section do not act on this run: says so.
 void note_other_backend_keys(const Scenario& sc, const std::string& backend);
+// The file's workload keys that a workload chosen by --set does not read.
+void note_unread_workload_keys(const Scenario& sc);
 
 }  // namespace rdmalab

@@ -47,4 +47,15 @@ void note_other_backend_keys(const Scenario& sc, const std::string& backend) {
   fmt::print(stderr, "rdmalab: note: not used on backend {}: {} (keys for another backend)\n", backend, list);
 }
 
+void note_unread_workload_keys(const Scenario& sc) {
+  if (sc.loc("workload.type").file.rfind("--set", 0) != 0) return;  // check_run refuses them then
+  std::vector<std::string> keys;
+  for (const auto& k : unread_workload_keys(sc))
+    if (sc.loc(k).file.rfind("--set", 0) != 0) keys.push_back(k);
+  if (keys.empty()) return;
+  std::string list;
+  for (const auto& k : keys) list += (list.empty() ? "" : ", ") + k;
+  fmt::print(stderr, "rdmalab: note: not used by workload {}: {} (keys for the file's own workload)\n", sc.get_string("workload.type"), list);
+}
+
 }  // namespace rdmalab

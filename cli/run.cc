@@ -157,6 +157,7 @@ int cmd_run(RunArgs a) {
     std::fflush(stdout);
   }
   note_other_backend_keys(*sc, backend_name);
+  note_unread_workload_keys(*sc);
   RunOptions options;
   options.record_path = a.record;
   // Under mpirun with no --bootstrap, a backend that runs one rank per process takes its ranks

@@ -26,6 +26,7 @@ int cmd_validate(const std::string& path, const std::vector<std::string>& sets, 
     return kExitUsage;
   }
   note_other_backend_keys(*sc, backend_name);
+  note_unread_workload_keys(*sc);
   fmt::print("{}: ok ({} on {}, {} ranks)\n", path, sc->get_string("workload.type"), backend_name, scenario_ranks(*sc));
   return kExitOk;
 }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -110,6 +111,18 @@ std::vector<std::string> other_backend_keys(const Scenario& sc, const std::strin
   return out;
 }
 
+std::vector<std::string> unread_workload_keys(const Scenario& sc) {
+  std::vector<std::string> out;
+  const WorkloadInfo* w = builtin_workloads().find(sc.get_string("workload.type"));
+  if (!w || w->reads.empty()) return out;
+  for (const auto& [key, entry] : sc.values) {
+    if (!entry.explicit_ || key == "workload.type") continue;
+    if (key.rfind("workload.", 0) != 0 && key.rfind("training.", 0) != 0) continue;
+    if (std::find(w->reads.begin(), w->reads.end(), key) == w->reads.end()) out.push_back(key);
+  }
+  return out;
+}
+
 namespace {
 
 // Bytes this process may still allocate: MemAvailable, within the cgroup v2 limit if there is
@@ -184,6 +197,17 @@ Status check_run(const Scenario& sc, Backend& backend) {
   if (!w) return sc.error("workload.type", "unknown workload");
   Status st = w->check(sc, backend.capabilities(), scenario_ranks(sc));
   if (!st) return Status(st.code(), fmt::format("{} (backend {})", st.message(), backend.name()));
+  // A key the workload does not read would not act. Refused, unless the file wrote it for the
+  // workload it names and --set chose another (then the CLI lists it as not used).
+  const bool type_from_cli = sc.loc("workload.type").file.rfind("--set", 0) == 0;
+  for (const auto& key : unread_workload_keys(sc))
+    if (!type_from_cli || sc.loc(key).file.rfind("--set", 0) == 0) {
+      std::string readers;
+      for (const auto& other : builtin_workloads().all())
+        if (std::find(other.reads.begin(), other.reads.end(), key) != other.reads.end()) readers += (readers.empty() ? "" : ", ") + other.name;
+      return sc.error(key, fmt::format("{} does not read this key, so it would not act: drop it{}", w->name,
+                                       readers.empty() ? std::string() : " (it is read by " + readers + ")"));
+    }
   // Without knowing the placement: a backend with a process per rank may host only one here.
   return check_host_memory(sc, backend, backend.hosts_all_ranks() ? scenario_ranks(sc) : 1);
 }

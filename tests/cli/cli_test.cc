@@ -201,6 +201,22 @@ TEST(Cli, KeysForAnotherBackendAreRefusedOrNamed) {
   EXPECT_NE(file.out.find("not used on backend simgrid: loopback.corrupt_every"), std::string::npos) << file.out;
 }
 
+// A workload key the workload does not read would not act: refused, from the file or --set. A
+// file's keys for its own workload, when --set picks another, are named as not used.
+TEST(Cli, KeysTheWorkloadDoesNotReadAreRefusedOrNamed) {
+  CliRun set = rdmalab("validate " + scenario("write-bw-64k.yaml") + " --set workload.atomic=cmp_swap");
+  EXPECT_EQ(set.status, 2) << set.out;
+  EXPECT_NE(set.out.find("workload.atomic: write_bw does not read this key, so it would not act: drop it (it is read by atomic_bw, atomic_lat)"),
+            std::string::npos) << set.out;
+  const std::string sc = write_tmp("unread.yaml", "name: unread\nworkload: { type: write_bw, size: 4KiB, rx_depth: 4 }\n");
+  CliRun file = rdmalab("validate " + sc + " --backend simgrid");
+  EXPECT_EQ(file.status, 2) << file.out;
+  EXPECT_NE(file.out.find("unread.yaml:2:51: workload.rx_depth: write_bw does not read this key"), std::string::npos) << file.out;
+  CliRun other = rdmalab("validate " + scenario("write-bw-64k.yaml") + " --set workload.type=all_reduce");
+  EXPECT_EQ(other.status, 0) << other.out;
+  EXPECT_NE(other.out.find("not used by workload all_reduce: workload.qps, workload.tx_depth"), std::string::npos) << other.out;
+}
+
 // validate reports every problem of a file in one pass, each with its line and key.
 TEST(Cli, ValidateReportsEveryProblem) {
   const std::string sc = write_tmp("many.yaml", "name: many\nworkload: { type: write_bw, size: 64KiBs, itertions: 5, qps: 99 }\nfabric: { lnk: 3 }\n");

@@ -35,6 +35,9 @@ Status check_fabric_shape(const Scenario& sc);
 // Keys the user wrote in another backend's section (loopback.*, verbs.*: sections that are not
 // core's), which do not act on `backend`.
 std::vector<std::string> other_backend_keys(const Scenario& sc, const std::string& backend);
+// The workload and training keys the scenario sets that its workload does not read
+// (WorkloadInfo::reads).
+std::vector<std::string> unread_workload_keys(const Scenario& sc);
 
 // Whether the payload buffers of `ranks_here` ranks (those this machine hosts) fit in the host
 // memory available here (MemAvailable, and the cgroup's limit): buffers with real bytes in host

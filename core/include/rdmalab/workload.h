@@ -26,6 +26,9 @@ struct WorkloadInfo {
   // Bytes of payload buffers one rank allocates at least, in workload.memory (a lower bound, so
   // a run refused for memory could never have fitted). Empty: not estimated.
   std::function<std::uint64_t(const Scenario&)> min_buffer_bytes;
+  // The workload.* and training.* keys it reads (workload.type aside). A scenario that sets one it
+  // does not read is refused before the run (check_run): a key that would not act.
+  std::vector<std::string> reads;
 };
 
 class WorkloadRegistry {

@@ -440,6 +440,12 @@ void add(WorkloadRegistry& reg, Collective coll, const char* desc) {
   w.kind = WorkloadKind::collective;
   w.check = [coll](const Scenario& sc, const Capabilities& caps, int ranks) { return check_collective(sc, caps, ranks, coll); };
   w.run = [coll](RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) { return run_collective(env, sc, rows, coll); };
+  w.reads = {"workload.size",    "workload.sizes",   "workload.iterations", "workload.warmup",  "workload.duration",
+             "workload.dtype",   "workload.algorithm", "workload.protocol", "workload.chunk",   "workload.channels",
+             "workload.slots",   "workload.placement", "workload.verify",   "workload.memory",  "workload.payload",
+             "workload.gpu_path", "workload.timeout"};
+  if (coll == Collective::all_reduce || coll == Collective::reduce_scatter || coll == Collective::reduce) w.reads.push_back("workload.op");
+  if (has_root(coll)) w.reads.push_back("workload.root");
   // Every collective's output (or input) buffer holds the whole size, rounded down to whole
   // elements and blocks (a sixty-fourth is more than that rounding takes).
   w.min_buffer_bytes = [](const Scenario& sc) -> std::uint64_t {

@@ -771,6 +771,13 @@ void add(WorkloadRegistry& reg, const char* name, const char* desc, Op op, bool 
     auto sizes = sc.is_set("workload.sizes") ? sc.get_sizes("workload.sizes") : std::vector<std::uint64_t>{sc.get_size("workload.size")};
     return 2 * static_cast<std::uint64_t>(sc.get_int("workload.qps")) * *std::max_element(sizes.begin(), sizes.end());
   };
+  w.reads = {"workload.size", "workload.sizes", "workload.iterations", "workload.warmup", "workload.duration", "workload.qps",
+             "workload.tx_depth", "workload.cq_mod", "workload.bidirectional", "workload.verify", "workload.memory", "workload.payload",
+             "workload.gpu_path", "workload.timeout"};
+  if (!latency) w.reads.push_back("workload.post_list");
+  if (op == Op::send) w.reads.push_back("workload.rx_depth");
+  if (op == Op::write || op == Op::send) w.reads.push_back("workload.inline");
+  if (op == Op::atomic) w.reads.push_back("workload.atomic");
   if (latency)
     w.run = [op, name](RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) { return run_lat(env, sc, rows, op, name); };
   else

@@ -595,6 +595,18 @@ Status check_training(const Scenario& sc, const Capabilities& caps, int ranks, b
   return check_memory(sc, caps);
 }
 
+// The keys a training step reads: the model's, and the collective's that carry its gradients.
+std::vector<std::string> training_reads(bool pipeline) {
+  std::vector<std::string> keys = {"training.model",      "training.layers",   "training.layer_flops", "training.batch",
+                                   "training.precision",  "training.gpu_flops", "training.layer_time", "training.tensor_parallel",
+                                   "training.moe_alltoall", "training.activation", "training.progress_interval",
+                                   "workload.iterations", "workload.warmup",    "workload.dtype",      "workload.protocol",
+                                   "workload.algorithm",  "workload.chunk",     "workload.slots",      "workload.verify",
+                                   "workload.memory",     "workload.payload",   "workload.gpu_path",   "workload.timeout"};
+  keys.push_back(pipeline ? "training.microbatches" : "training.bucket");
+  return keys;
+}
+
 }  // namespace
 
 void register_training(WorkloadRegistry& reg) {
@@ -604,6 +616,7 @@ void register_training(WorkloadRegistry& reg) {
   dp.kind = WorkloadKind::training;
   dp.check = [](const Scenario& sc, const Capabilities& caps, int ranks) { return check_training(sc, caps, ranks, false); };
   dp.run = run_dp;
+  dp.reads = training_reads(false);
   reg.add(std::move(dp));
   WorkloadInfo pp;
   pp.name = "train_pp";
@@ -611,6 +624,7 @@ void register_training(WorkloadRegistry& reg) {
   pp.kind = WorkloadKind::training;
   pp.check = [](const Scenario& sc, const Capabilities& caps, int ranks) { return check_training(sc, caps, ranks, true); };
   pp.run = run_pp;
+  pp.reads = training_reads(true);
   reg.add(std::move(pp));
 }
 
