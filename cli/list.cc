@@ -33,6 +33,7 @@ int cmd_list() {
   for (const auto& w : builtin_workloads().all()) {
     const char* kind = w.kind == WorkloadKind::bandwidth ? "bandwidth" : w.kind == WorkloadKind::latency ? "latency"
                        : w.kind == WorkloadKind::collective                                 ? "collective"
+                       : w.kind == WorkloadKind::error                                      ? "error"
                                                                                             : "training";
     fmt::print("  {:<12} {:<10} {}\n", w.name, kind, w.description);
   }

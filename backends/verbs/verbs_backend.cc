@@ -98,17 +98,6 @@ unsigned int to_ibv_access(std::uint32_t a) {
   return f;
 }
 
-// The IB encoding of the minimum RNR NAK timer (IBA table 45): code → milliseconds.
-std::uint8_t rnr_timer_code(double seconds) {
-  static const double kMs[32] = {655.36, 0.01, 0.02, 0.03, 0.04, 0.06, 0.08, 0.12, 0.16, 0.24, 0.32,
-                                 0.48,   0.64, 0.96, 1.28, 1.92, 2.56, 3.84, 5.12, 7.68, 10.24, 15.36,
-                                 20.48,  30.72, 40.96, 61.44, 81.92, 122.88, 163.84, 245.76, 327.68, 491.52};
-  const double ms = seconds * 1e3;
-  for (std::uint8_t c = 1; c < 32; ++c)
-    if (kMs[c] >= ms) return c;
-  return 0;
-}
-
 ibv_mtu to_ibv_mtu(std::uint32_t bytes) {
   if (bytes >= 4096) return IBV_MTU_4096;
   if (bytes >= 2048) return IBV_MTU_2048;

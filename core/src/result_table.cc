@@ -31,6 +31,7 @@ Cell text(std::string s) { return {std::move(s), std::numeric_limits<double>::qu
 }  // namespace
 
 std::string result_kind(const ResultRow& r) {
+  if (r.notes.count("provoke")) return "error";
   if (r.extra.count("busbw_gbps")) return "collective";
   if (r.extra.count("step_ms")) return "training";
   if (r.lat) return "latency";
@@ -49,6 +50,8 @@ ResultTable result_table(const std::vector<ResultRow>& rows) {
   else if (t.kind == "collective")
     t.columns = {"workload",  "size (B)",     "count",        "type",   "redop",    "root", "placement",
                  "time (us)", "algbw (GB/s)", "busbw (GB/s)", "#wrong", "algorithm", "protocol", "channels"};
+  else if (t.kind == "error")
+    t.columns = {"workload", "provoke", "operation", "#bytes", "completion", "after[usec]", "next request", "QP state", "errors"};
   else
     t.columns = {"workload", "model",       "parallelism", "grad bytes", "step[ms]",  "compute[ms]",
                  "comm[ms]", "exposed[ms]", "bubble[ms]",  "samples/s",  "#wrong"};
@@ -69,6 +72,10 @@ ResultTable result_table(const std::vector<ResultRow>& rows) {
                          text(note(r, "root")), text(note(r, "placement")), num(r.time_s * 1e6, 2), num(extra(r, "algbw_gbps"), 2),
                          num(extra(r, "busbw_gbps"), 2), whole(static_cast<double>(r.errors)), text(note(r, "algorithm")),
                          text(note(r, "protocol")), text(note(r, "channels"))});
+    } else if (t.kind == "error") {
+      c.insert(c.end(), {text(note(r, "provoke")), text(note(r, "operation")), whole(static_cast<double>(r.bytes)), text(note(r, "completion")),
+                         r.extra.count("time_us") ? num(extra(r, "time_us"), 2) : text("-"), text(note(r, "next")), text(note(r, "qp_state")),
+                         whole(static_cast<double>(r.errors))});
     } else {
       c.insert(c.end(), {text(note(r, "model")), text(note(r, "parallelism")), whole(static_cast<double>(r.bytes)),
                          num(extra(r, "step_ms"), 3), num(extra(r, "compute_ms"), 3), num(extra(r, "comm_ms"), 3),
@@ -155,6 +162,37 @@ void collective_table(Out text, const std::vector<const ResultRow*>& rows) {
 }
 
 bool is_training_row(const ResultRow& r) { return r.extra.count("step_ms") > 0; }
+bool is_error_row(const ResultRow& r) { return r.notes.count("provoke") > 0; }
+
+// verbs_error: what rank 0's request became, as verbs says it, and why.
+void error_row(Out out, const ResultRow& r) {
+  const std::string text = note(r, "completion_text");
+  fmt::format_to(out, "# verbs_error: {}: one {} of {} B, rank 0 to rank 1 ({})\n", note(r, "provoke"), note(r, "operation"), r.bytes,
+                 note(r, "data_path"));
+  fmt::format_to(out, "{:>28}  {}{}{}\n", "completion", note(r, "completion"), text.empty() ? "" : " (" + text + ")",
+                 r.extra.count("time_us") ? fmt::format(", {:.2f} usec after the post", extra(r, "time_us")) : "");
+  fmt::format_to(out, "{:>28}  {}\n", "the next request", note(r, "next"));
+  fmt::format_to(out, "{:>28}  {}\n", "rank 0's QP afterwards", note(r, "qp_state"));
+  fmt::format_to(out, "{:>28}  {}\n", note(r, "target"), r.errors);
+  // The reason, wrapped at about 100 columns.
+  const std::string why = note(r, "why");
+  std::string line = "why:";
+  std::size_t from = 0;
+  while (from < why.size()) {
+    std::size_t to = why.find(' ', from);
+    if (to == std::string::npos) to = why.size();
+    const std::string word = why.substr(from, to - from);
+    if (line.size() + 1 + word.size() > 100) {
+      fmt::format_to(out, "{}\n", line);
+      line = "    ";
+    } else {
+      line += ' ';
+    }
+    line += word;
+    from = to + 1;
+  }
+  fmt::format_to(out, "{}\n", line);
+}
 
 void training_row(Out out, const ResultRow& r) {
   if (r.workload == "train_pp") {
@@ -184,8 +222,10 @@ std::string result_text(const std::vector<ResultRow>& rows) {
   if (!coll.empty()) collective_table(out, coll);
   for (const auto& r : rows)
     if (is_training_row(r)) training_row(out, r);
+  for (const auto& r : rows)
+    if (is_error_row(r)) error_row(out, r);
   for (const auto& r : rows) {
-    if (is_collective_row(r) || is_training_row(r)) continue;
+    if (is_collective_row(r) || is_training_row(r) || is_error_row(r)) continue;
     if (r.lat) {
       if (!header_lat) {
         if (!note(r, "data_path").empty()) fmt::format_to(out, "# data path: {}\n", note(r, "data_path"));

@@ -22,6 +22,7 @@
 #include "rdmalab/workloads/perftest.h"
 #include "rdmalab/workloads/tuning.h"
 #include "rdmalab/workloads/training.h"
+#include "rdmalab/workloads/verbs_errors.h"
 
 namespace rdmalab {
 
@@ -33,6 +34,7 @@ const WorkloadRegistry& builtin_workloads() {
     workloads::register_perftest(r);
     workloads::register_collectives(r);
     workloads::register_training(r);
+    workloads::register_verbs_errors(r);
     return r;
   }();
   return reg;

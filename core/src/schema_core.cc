@@ -57,6 +57,16 @@ Schema core_schema() {
                "how a NIC reaches GPU memory: dmabuf, peermem (both GPUDirect RDMA), staged (host bounce buffers); auto tries them in that "
                "order",
                {"auto", "dmabuf", "peermem", "staged"});
+  // verbs_error: one verbs error, provoked on purpose (docs/labs/).
+  s.add_choice("workload.provoke", "wrong_rkey",
+               "verbs_error: the error to provoke: an RDMA write with a wrong rkey, outside the peer's region, to a region without remote "
+               "write; a read from one without remote read; a bad lkey; a post on a QP not in RTS; a send with no receive posted (RNR); a "
+               "CQ too small",
+               {"wrong_rkey", "outside_region", "no_remote_write", "no_remote_read", "bad_lkey", "not_rts", "rnr", "cq_overflow"});
+  s.add("workload.rnr_retry", T::integer, "3", "verbs_error rnr: receiver-not-ready retries before the error (verbs' rnr_retry; 7, forever, is refused)", 0, 6);
+  s.add("workload.min_rnr_timer", T::integer, "12",
+        "verbs_error rnr: the responder's RNR timer as verbs encodes it (IBA table 45: 1 = 0.01 ms ... 12 = 0.64 ms, perftest's ... 31 = "
+        "491.52 ms)", 1, 31);
   // Collectives (nccl-tests conventions).
   s.add_choice("workload.dtype", "fp32", "element type of collectives", {"fp32", "fp16", "bf16", "int32", "int8"});
   s.add_choice("workload.op", "sum", "reduction operator of all_reduce, reduce_scatter and reduce", {"sum", "prod", "max", "min"});

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <iterator>
+
 namespace rdmalab {
 
 const char* wc_status_str(WcStatus s) noexcept {
@@ -46,6 +48,27 @@ const char* send_opcode_name(SendOpcode op) noexcept {
     case SendOpcode::atomic_cmp_swap: return "atomic_cmp_swap";
   }
   return "unknown";
+}
+
+std::string wc_status_verbs_name(WcStatus status) {
+  static const char* const kNames[] = {"SUCCESS",    "LOC_LEN_ERR",     "LOC_QP_OP_ERR", "LOC_PROT_ERR",      "WR_FLUSH_ERR", "REM_INV_REQ_ERR",
+                                       "REM_ACCESS_ERR", "REM_OP_ERR",  "RETRY_EXC_ERR", "RNR_RETRY_EXC_ERR", "GENERAL_ERR"};
+  const auto i = static_cast<std::size_t>(status);
+  return std::string("IBV_WC_") + (i < std::size(kNames) ? kNames[i] : "?");
+}
+
+namespace {
+constexpr double kRnrTimerMs[32] = {655.36, 0.01, 0.02, 0.03, 0.04,  0.06,  0.08,  0.12,  0.16,  0.24,   0.32,   0.48,   0.64,   0.96,   1.28,   1.92,
+                                    2.56,   3.84, 5.12, 7.68, 10.24, 15.36, 20.48, 30.72, 40.96, 61.44, 81.92, 122.88, 163.84, 245.76, 327.68, 491.52};
+}  // namespace
+
+double rnr_timer_seconds(std::uint8_t code) noexcept { return code < 32 ? kRnrTimerMs[code] * 1e-3 : 0; }
+
+std::uint8_t rnr_timer_code(double seconds) noexcept {
+  const double ms = seconds * 1e3;
+  for (std::uint8_t c = 1; c < 32; ++c)
+    if (kRnrTimerMs[c] >= ms * (1 - 1e-9)) return c;
+  return 0;
 }
 
 WcOpcode wc_opcode_for(SendOpcode op) noexcept {

@@ -136,6 +136,8 @@ enum class WcStatus : std::uint8_t {
 
 // The text ibv_wc_status_str gives for the same status, so a user can search for it.
 const char* wc_status_str(WcStatus status) noexcept;
+// The name of verbs' enum value: "IBV_WC_REM_ACCESS_ERR".
+std::string wc_status_verbs_name(WcStatus status);
 const char* wc_opcode_name(WcOpcode op) noexcept;
 
 struct Completion {
@@ -256,6 +258,12 @@ struct QpConnectAttr {
   // device allows, as perftest (-o) does; the verbs backend clamps a larger count to the device's.
   std::uint32_t max_rd_atomic = 0;
 };
+
+// The IB encoding of the minimum RNR NAK timer (IBA table 45, verbs' ibv_qp_attr.min_rnr_timer):
+// the seconds a code stands for (code 0 is the longest, 655.36 ms; perftest uses 12, 0.64 ms),
+// and the smallest code whose timer is at least `seconds` (0 when none is).
+double rnr_timer_seconds(std::uint8_t code) noexcept;
+std::uint8_t rnr_timer_code(double seconds) noexcept;
 
 class QueuePair {
  public:

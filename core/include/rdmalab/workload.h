@@ -12,7 +12,7 @@
 
 namespace rdmalab {
 
-enum class WorkloadKind { bandwidth, latency, collective, training };
+enum class WorkloadKind { bandwidth, latency, collective, training, error };
 
 struct WorkloadInfo {
   std::string name;

@@ -124,3 +124,72 @@ TEST(PayloadChecks, CorruptedDeliveriesAreCountedAndFailTheRun) {
 
 }  // namespace
 }  // namespace rdmalab
+
+namespace rdmalab {
+namespace {
+
+// verbs_error: each mistake gives the status verbs gives, on every backend, and a failed request
+// writes nothing. Cases are named <backend>_<mistake>, so the Soft-RoCE VM runs the verbs ones.
+struct ErrorCase {
+  std::string backend, provoke, completion, qp_state;
+};
+void PrintTo(const ErrorCase& c, std::ostream* os) { *os << c.backend << "/" << c.provoke; }
+
+class VerbsErrors : public ::testing::TestWithParam<ErrorCase> {};
+
+TEST_P(VerbsErrors, EachMistakeGivesTheStatusVerbsGivesAndWritesNothing) {
+  const ErrorCase& c = GetParam();
+  auto backend = all_backends().make(c.backend);
+  ASSERT_TRUE(backend.is_ok());
+  std::vector<std::string> sets = {"workload.type=verbs_error", "workload.provoke=" + c.provoke, "workload.size=4KiB"};
+  if (c.provoke == "rnr") sets.insert(sets.end(), {"workload.rnr_retry=2", "workload.min_rnr_timer=1"});  // 0.01 ms
+  auto sc = parse_scenario("name: t\n", "t.yaml", sets, full_schema(all_backends()));
+  ASSERT_TRUE(sc.is_ok()) << sc.status().message();
+  RunOutcome out = run_scenario(*sc, **backend);
+  ASSERT_TRUE(out.status.is_ok()) << out.status.to_string();
+  ASSERT_EQ(out.rows.size(), 1u);
+  const ResultRow& r = out.rows[0];
+  EXPECT_EQ(r.notes.at("completion"), c.completion);
+  EXPECT_EQ(r.notes.at("qp_state"), c.qp_state);
+  EXPECT_EQ(r.errors, 0u) << r.notes.at("target");
+  const std::string next = r.notes.at("next");
+  if (c.completion.rfind("IBV_WC_", 0) == 0) {
+    EXPECT_TRUE(next == "IBV_WC_WR_FLUSH_ERR" || next.rfind("not tried", 0) == 0) << next;
+  }
+  if (c.provoke == "rnr") {
+    EXPECT_GE(r.extra.at("time_us"), 2 * 10.0) << "two RNR timers of 0.01 ms pass before the error";
+  }
+}
+
+std::vector<ErrorCase> error_cases() {
+  std::vector<ErrorCase> out;
+  for (const auto& b : all_backends().all()) {
+    if (!b.make()->availability().usable && !listing_every_backend()) continue;
+    out.push_back({b.name, "wrong_rkey", "IBV_WC_REM_ACCESS_ERR", "IBV_QPS_ERR"});
+    out.push_back({b.name, "outside_region", "IBV_WC_REM_ACCESS_ERR", "IBV_QPS_ERR"});
+    out.push_back({b.name, "no_remote_write", "IBV_WC_REM_ACCESS_ERR", "IBV_QPS_ERR"});
+    out.push_back({b.name, "no_remote_read", "IBV_WC_REM_ACCESS_ERR", "IBV_QPS_ERR"});
+    out.push_back({b.name, "bad_lkey", "IBV_WC_LOC_PROT_ERR", "IBV_QPS_ERR"});
+    out.push_back({b.name, "not_rts", "refused at post: EINVAL", "IBV_QPS_INIT"});
+    out.push_back({b.name, "rnr", "IBV_WC_RNR_RETRY_EXC_ERR", "IBV_QPS_ERR"});
+    out.push_back({b.name, "cq_overflow", "CQ overflow: completions lost (verbs raises IBV_EVENT_CQ_ERR)", "IBV_QPS_ERR"});
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllBackends, VerbsErrors, ::testing::ValuesIn(error_cases()),
+                         [](const ::testing::TestParamInfo<ErrorCase>& i) { return i.param.backend + "_" + i.param.provoke; });
+
+// A key that only one mistake reads is refused with another.
+TEST(VerbsErrorKeys, RnrKeysAreRefusedForOtherMistakes) {
+  auto backend = all_backends().make("loopback");
+  ASSERT_TRUE(backend.is_ok());
+  auto sc = parse_scenario("name: t\n", "t.yaml", {"workload.type=verbs_error", "workload.provoke=wrong_rkey", "workload.rnr_retry=1"},
+                           full_schema(all_backends()));
+  ASSERT_TRUE(sc.is_ok());
+  RunOutcome out = run_scenario(*sc, **backend);
+  EXPECT_NE(out.status.message().find("workload.rnr_retry: is read by workload.provoke: rnr only"), std::string::npos) << out.status.to_string();
+}
+
+}  // namespace
+}  // namespace rdmalab
