@@ -221,7 +221,7 @@ std::string difference(const Step& want, const Step& got) {
 
 struct Args {
   std::string dir;
-  std::vector<int> numbers;
+  std::vector<std::string> numbers;  // as typed: "8" or "08"
 };
 
 Result<std::vector<Lab>> chosen(const Args& a, bool all_when_none) {
@@ -231,7 +231,15 @@ Result<std::vector<Lab>> chosen(const Args& a, bool all_when_none) {
     return Status(Errc::invalid_argument, "which lab? give its number (rdmalab labs lists them)");
   }
   std::vector<Lab> out;
-  for (int n : a.numbers) {
+  for (const auto& typed : a.numbers) {
+    int n = -1;
+    try {
+      std::size_t used = 0;
+      n = std::stoi(typed, &used, 10);
+      if (used != typed.size()) n = -1;
+    } catch (...) {
+    }
+    if (n < 0) return Status(Errc::invalid_argument, fmt::format("'{}' is not a lab number (rdmalab labs lists them)", typed));
     auto it = std::find_if(labs.begin(), labs.end(), [&](const Lab& l) { return l.number == n; });
     if (it == labs.end()) {
       std::string have;
@@ -253,8 +261,11 @@ int list_labs(const Args& a) {
     return kExitUsage;
   }
   fmt::print("The labs (docs/labs/README.md): rdmalab labs run N runs one, as its sheet says.\n");
-  for (const auto& l : *labs)
-    fmt::print("  {:>2}  {:<60} {} command{}\n", l.number, l.title, l.steps.size(), l.steps.size() == 1 ? "" : "s");
+  for (const auto& l : *labs) {
+    std::string title = l.title;
+    if (const std::string prefix = fmt::format("Lab {}: ", l.number); title.rfind(prefix, 0) == 0) title = title.substr(prefix.size());
+    fmt::print("  {:>2}  {} ({} command{})\n", l.number, title, l.steps.size(), l.steps.size() == 1 ? "" : "s");
+  }
   return kExitOk;
 }
 

@@ -217,6 +217,38 @@ TEST(Cli, KeysTheWorkloadDoesNotReadAreRefusedOrNamed) {
   EXPECT_NE(other.out.find("not used by workload all_reduce: workload.qps, workload.tx_depth"), std::string::npos) << other.out;
 }
 
+// The labs: a lab whose output changed fails its check with where it parted; bless takes the new
+// output; a malformed lab file is refused with its line.
+TEST(CliLabs, CheckFindsAChangedOutputAndBlessTakesIt) {
+  namespace fs = std::filesystem;
+  const fs::path root = tmpdir() / "course";
+  fs::create_directories(root / "scenarios/labs");
+  fs::copy_file(fs::path(RDMALAB_SOURCE_DIR) / "scenarios/labs/04-access-errors.yaml", root / "scenarios/labs/04-access-errors.yaml",
+                fs::copy_options::overwrite_existing);
+  std::ifstream in(fs::path(RDMALAB_SOURCE_DIR) / "scenarios/labs/04-access-errors.tesh");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string tesh = text.str();
+  const std::string good = "IBV_WC_REM_ACCESS_ERR (remote access error)";
+  ASSERT_NE(tesh.find(good), std::string::npos);
+  tesh.replace(tesh.find(good), good.size(), "IBV_WC_SUCCESS (success)");
+  const fs::path lab = root / "scenarios/labs/04-access-errors.tesh";
+  { std::ofstream(lab) << tesh; }
+  const std::string dir = " --dir " + (root / "scenarios/labs").string();
+  CliRun check = rdmalab("labs check 4" + dir);
+  EXPECT_EQ(check.status, 1) << check.out;
+  EXPECT_NE(check.out.find("completion  IBV_WC_SUCCESS (success)"), std::string::npos) << check.out;
+  EXPECT_NE(check.out.find("got:"), std::string::npos) << check.out;
+  CliRun bless = rdmalab("labs bless 04" + dir);
+  EXPECT_EQ(bless.status, 0) << bless.out;
+  EXPECT_EQ(rdmalab("labs check" + dir).status, 0);
+  { std::ofstream(lab, std::ios::app) << "oops\n"; }
+  CliRun bad = rdmalab("labs check 4" + dir);
+  EXPECT_EQ(bad.status, 2) << bad.out;
+  EXPECT_NE(bad.out.find("04-access-errors.tesh:"), std::string::npos) << bad.out;
+  EXPECT_EQ(rdmalab("labs run 99" + dir).status, 2);
+}
+
 // validate reports every problem of a file in one pass, each with its line and key.
 TEST(Cli, ValidateReportsEveryProblem) {
   const std::string sc = write_tmp("many.yaml", "name: many\nworkload: { type: write_bw, size: 64KiBs, itertions: 5, qps: 99 }\nfabric: { lnk: 3 }\n");
