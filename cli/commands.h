@@ -36,6 +36,7 @@ Command add_calibrate(CLI::App& app);
 Command add_validation(CLI::App& app);
 Command add_sweep(CLI::App& app);
 Command add_labs(CLI::App& app);
+Command add_compare(CLI::App& app);
 
 // What the commands that read a scenario share (common.cc).
 // The scenario file with --set overrides, checked against every backend's keys.

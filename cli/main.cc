@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string(version()));
   const std::vector<Command> commands{add_run(app),    add_sweep(app),   add_validate(app),  add_list(app),      add_keys(app),
-                                      add_doctor(app), add_devices(app), add_calibrate(app), add_validation(app), add_labs(app)};
+                                      add_doctor(app), add_devices(app), add_calibrate(app), add_validation(app), add_labs(app), add_compare(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

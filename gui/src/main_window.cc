@@ -220,7 +220,7 @@ MainWindow::MainWindow(const BackendRegistry& backends, QWidget* parent)
   connect(&live_timer_, &QTimer::timeout, this, &MainWindow::followLive);
   connect(panel_, &RunPanel::started, this, [this](const QString& record) {
     data_->clear();
-    compare_->setRuns({}, {}, {}, {});
+    compare_->setRuns(RunFile{}, {}, RunFile{}, {});
     live_path_ = record;
     follower_.reset();
     if (!record.isEmpty()) {
@@ -305,13 +305,17 @@ QString MainWindow::openRecord(const QString& path) {
 }
 
 QString MainWindow::compareWith(const QString& path) {
-  auto rows = read_rows(path.toStdString());
-  if (!rows) {
-    const QString e = QString::fromStdString(rows.status().message());
+  auto other = read_run(path.toStdString());
+  if (!other) {
+    const QString e = QString::fromStdString(other.status().message());
     statusBar()->showMessage(e);
     return e;
   }
-  const auto& mine = data_->record().rows;
+  const std::vector<ResultRow>* rows = &other->rows;
+  RunFile mine;
+  mine.path = data_->source().toStdString();
+  mine.rows = data_->record().rows;
+  mine.info.backend = data_->record().backend;
   // Columns are labelled by backend (a prediction against a measurement), or by file name when
   // both runs come from the same backend.
   QString a = data_->record().backend.empty() ? tr("A") : QString::fromStdString(data_->record().backend);
@@ -321,8 +325,11 @@ QString MainWindow::compareWith(const QString& path) {
     b = QFileInfo(path).completeBaseName();
     if (a == b) b += "′";
   }
-  const QString err = compare_->setRuns(mine, a, *rows, b);
-  compare_label_->setText(err.isEmpty() ? tr("Compared with %1: %2 rows; ratios more than 10 % from 1 are shaded").arg(path).arg(rows->size()) : err);
+  const QString err = compare_->setRuns(mine, a, *other, b);
+  QString notes;
+  for (const auto& w : compare_->warnings()) notes += "\n" + tr("Note: %1").arg(QString::fromStdString(w));
+  compare_label_->setText(err.isEmpty() ? tr("Compared with %1: %2 rows; ratios more than 10 % from 1 are shaded").arg(path).arg(rows->size()) + notes
+                                        : err);
   compare_label_->show();
   compare_view_->setVisible(err.isEmpty());
   showTab("results");

@@ -95,86 +95,62 @@ QVariant ResultsModel::headerData(int section, Qt::Orientation o, int role) cons
 }
 
 // ---------------------------------------------------------------------------------------------
-namespace {
-// Columns that say which row it is rather than what was measured.
-bool identifying(const std::string& h) {
-  return h == "workload" || h == "#bytes" || h == "#iterations" || h == "size (B)" || h == "count" || h == "type" || h == "redop" ||
-         h == "root" || h == "placement" || h == "algorithm" || h == "channels" || h == "model" || h == "parallelism" || h == "grad bytes";
-}
-}  // namespace
 
 QString CompareModel::setRuns(const std::vector<ResultRow>& a, QString label_a, const std::vector<ResultRow>& b, QString label_b) {
+  RunFile fa, fb;
+  fa.rows = a;
+  fb.rows = b;
+  return setRuns(fa, std::move(label_a), fb, std::move(label_b));
+}
+
+QString CompareModel::setRuns(const RunFile& a, QString label_a, const RunFile& b, QString label_b) {
   beginResetModel();
-  a_ = result_table(a);
-  b_ = result_table(b);
   label_a_ = std::move(label_a);
   label_b_ = std::move(label_b);
-  cols_.clear();
   QString error;
-  if (!a_.cells.empty() && !b_.cells.empty() && a_.kind != b_.kind) {
-    error = QStringLiteral("cannot compare %1 rows with %2 rows").arg(QString::fromStdString(a_.kind), QString::fromStdString(b_.kind));
-    a_ = b_ = ResultTable{};
-  }
-  for (std::size_t c = 0; c < a_.columns.size(); ++c) {
-    const QString h = QString::fromStdString(a_.columns[c]);
-    if (identifying(a_.columns[c])) {
-      if (a_.columns[c] != "#iterations") cols_.push_back({h, static_cast<int>(c), 0});
-      continue;
-    }
-    cols_.push_back({h + " " + label_a_, static_cast<int>(c), 1});
-    cols_.push_back({h + " " + label_b_, static_cast<int>(c), 2});
-    cols_.push_back({h + " " + label_b_ + "/" + label_a_, static_cast<int>(c), 3});
+  auto c = compare_runs(a, label_a_.toStdString(), b, label_b_.toStdString());
+  if (c) {
+    c_ = std::move(*c);
+  } else {
+    c_ = Comparison{};
+    error = QString::fromStdString(c.status().message());
   }
   endResetModel();
   return error;
 }
 
-int CompareModel::rowCount(const QModelIndex& parent) const {
-  return parent.isValid() ? 0 : static_cast<int>(std::max(a_.cells.size(), b_.cells.size()));
+int CompareModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : static_cast<int>(c_.table.cells.size()); }
+int CompareModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : static_cast<int>(c_.table.columns.size()); }
+
+bool CompareModel::isRatio(std::size_t column) const {
+  const std::string suffix = " " + label_b_.toStdString() + "/" + label_a_.toStdString();
+  const std::string& h = c_.table.columns[column];
+  return h.size() > suffix.size() && h.compare(h.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
-int CompareModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : static_cast<int>(cols_.size()); }
 
 double CompareModel::ratio(int row, const QString& column) const {
-  for (const auto& c : cols_)
-    if (c.part == 3 && c.heading.startsWith(column + " ")) {
-      const auto r = static_cast<std::size_t>(row), s = static_cast<std::size_t>(c.source);
-      if (r >= a_.values.size() || r >= b_.values.size()) return std::nan("");
-      return b_.values[r][s] / a_.values[r][s];
-    }
+  const std::string want = (column + " " + label_b_ + "/" + label_a_).toStdString();
+  const auto r = static_cast<std::size_t>(row);
+  for (std::size_t c = 0; c < c_.table.columns.size(); ++c)
+    if (c_.table.columns[c] == want && r < c_.table.values.size()) return c_.table.values[r][c];
   return std::nan("");
 }
 
 QVariant CompareModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid()) return {};
-  const Col& c = cols_[static_cast<std::size_t>(index.column())];
-  const auto r = static_cast<std::size_t>(index.row()), s = static_cast<std::size_t>(c.source);
-  const bool has_a = r < a_.cells.size(), has_b = r < b_.cells.size();
-  const QString missing = QStringLiteral("—");
-  if (role == Qt::TextAlignmentRole && c.part > 0) return int(Qt::AlignRight | Qt::AlignVCenter);
-  if (role == Qt::DisplayRole) {
-    switch (c.part) {
-      case 0: return has_a ? QString::fromStdString(a_.cells[r][s]) : has_b ? QString::fromStdString(b_.cells[r][s]) : missing;
-      case 1: return has_a ? QString::fromStdString(a_.cells[r][s]) : missing;
-      case 2: return has_b ? QString::fromStdString(b_.cells[r][s]) : missing;
-      default: {
-        if (!has_a || !has_b) return missing;
-        const double x = a_.values[r][s], y = b_.values[r][s];
-        if (x == 0 && y == 0) return QStringLiteral("=");
-        if (x == 0) return missing;
-        return QString::number(y / x, 'f', 3);
-      }
-    }
-  }
-  if (role == Qt::BackgroundRole && c.part == 3 && has_a && has_b && a_.values[r][s] != 0) {
-    const double q = b_.values[r][s] / a_.values[r][s];
-    if (std::abs(q - 1) > 0.10) return QBrush(QColor(255, 225, 180));  // more than 10 % apart
-  }
+  const auto r = static_cast<std::size_t>(index.row()), c = static_cast<std::size_t>(index.column());
+  if (r >= c_.table.cells.size() || c >= c_.table.columns.size()) return {};
+  if (role == Qt::DisplayRole) return QString::fromStdString(c_.table.cells[r][c]);
+  const double v = c_.table.values[r][c];
+  if (role == Qt::TextAlignmentRole && !std::isnan(v)) return int(Qt::AlignRight | Qt::AlignVCenter);
+  if (role == Qt::BackgroundRole && isRatio(c) && std::isfinite(v) && std::abs(v - 1) > 0.10)
+    return QBrush(QColor(255, 225, 180));  // more than 10 % apart
   return {};
 }
 
 QVariant CompareModel::headerData(int section, Qt::Orientation o, int role) const {
   if (o == Qt::Horizontal && role == Qt::DisplayRole && section >= 0 && section < columnCount())
-    return cols_[static_cast<std::size_t>(section)].heading;
+    return QString::fromStdString(c_.table.columns[static_cast<std::size_t>(section)]);
   return QAbstractTableModel::headerData(section, o, role);
 }
 

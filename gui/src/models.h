@@ -6,6 +6,7 @@
 #include <QString>
 #include <vector>
 
+#include "rdmalab/compare.h"
 #include "rdmalab/result_table.h"
 
 namespace rdmalab::gui {
@@ -47,16 +48,19 @@ class ResultsModel : public QAbstractTableModel {
   ResultTable table_;
 };
 
-// Two runs side by side (e.g. a simgrid prediction and a verbs measurement): the first run's
-// identifying columns, then for each measured column the value of A, of B, and B/A. Rows are
-// paired in order; a row missing on one side shows "—".
+// Two runs side by side (e.g. a simgrid prediction and a verbs measurement), as `rdmalab
+// compare` shows them (core/compare.h): rows paired by what they are, the identifying columns,
+// then for each measured column A, B and B/A; a row without a partner shows "-".
 class CompareModel : public QAbstractTableModel {
   Q_OBJECT
 
  public:
   explicit CompareModel(QObject* parent = nullptr) : QAbstractTableModel(parent) {}
   // Errors (returned as text, empty when fine): the two runs are of different kinds.
+  QString setRuns(const RunFile& a, QString label_a, const RunFile& b, QString label_b);
   QString setRuns(const std::vector<ResultRow>& a, QString label_a, const std::vector<ResultRow>& b, QString label_b);
+  // What makes the comparison doubtful (a failed run, rows without a partner, fabrics that differ).
+  const std::vector<std::string>& warnings() const { return c_.warnings; }
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
@@ -65,14 +69,9 @@ class CompareModel : public QAbstractTableModel {
   double ratio(int row, const QString& column) const;
 
  private:
-  struct Col {
-    QString heading;
-    int source;  // column in the tables
-    int part;    // 0: identifying (A's text); 1: A; 2: B; 3: B/A
-  };
-  ResultTable a_, b_;
+  bool isRatio(std::size_t column) const;
+  Comparison c_;
   QString label_a_, label_b_;
-  std::vector<Col> cols_;
 };
 
 }  // namespace rdmalab::gui

@@ -249,6 +249,42 @@ TEST(CliLabs, CheckFindsAChangedOutputAndBlessTakesIt) {
   EXPECT_EQ(rdmalab("labs run 99" + dir).status, 2);
 }
 
+// compare: rows paired by what they are (not by order), A, B and B/A per column, and what makes
+// the comparison doubtful said first: rows without a partner, a failed run, differing fabrics.
+TEST(CliCompare, PairsRowsByWhatTheyAreAndSaysWhatIsDoubtful) {
+  const std::string d = tmpdir().string();
+  ASSERT_EQ(rdmalab("run " + scenario("write-bw-64k.yaml") + " --quiet --set 'workload.sizes=[4KiB,64KiB]' --set workload.iterations=50 --json " +
+                    d + "/a.json").status, 0);
+  ASSERT_EQ(rdmalab("run " + scenario("write-bw-64k.yaml") + " --quiet --set 'workload.sizes=[64KiB,1MiB]' --set workload.iterations=50 "
+                    "--set fabric.link.bandwidth=200Gbps --json " + d + "/b.json").status, 0);
+  CliRun c = rdmalab("compare " + d + "/a.json " + d + "/b.json --csv " + d + "/c.csv");
+  EXPECT_EQ(c.status, 0) << c.out;
+  for (const char* want : {"fabric.link.bandwidth differs: a has 100Gbps, b has 200Gbps", "1 row(s) of a have no match in b: write_bw 4096 B",
+                           "1 row(s) of b have no match in a: write_bw 1048576 B", "1 row(s) matched, 1 only in A, 1 only in B",
+                           "BW average[Gb/sec] b/a"})
+    EXPECT_NE(c.out.find(want), std::string::npos) << want << " missing from: " << c.out;
+  // The 64 KiB row: B (200 Gb/s links) is about twice A.
+  auto line_at = c.out.find("\nwrite_bw    65536");
+  ASSERT_NE(line_at, std::string::npos) << c.out;
+  EXPECT_NE(c.out.substr(line_at, 200).find(" 1.9"), std::string::npos) << c.out;
+  std::ifstream csv(d + "/c.csv");
+  std::string header;
+  std::getline(csv, header);
+  EXPECT_NE(header.find("BW average[Gb/sec] a"), std::string::npos) << header;
+  // A failed run is named; rows of different kinds are refused.
+  ASSERT_EQ(rdmalab("run " + scenario("write-bw-64k.yaml") + " --quiet --set workload.type=write_lat --set workload.size=8B --json " + d +
+                    "/lat.json").status, 0);
+  CliRun kinds = rdmalab("compare " + d + "/a.json " + d + "/lat.json");
+  EXPECT_EQ(kinds.status, 2) << kinds.out;
+  EXPECT_NE(kinds.out.find("has bandwidth rows and"), std::string::npos) << kinds.out;
+  std::string failed = "{\"backend\": \"verbs\", \"status\": \"failed\", \"error\": \"rank 1 died\", \"results\": []}";
+  { std::ofstream(d + "/failed.json") << failed; }
+  CliRun f = rdmalab("compare " + d + "/a.json " + d + "/failed.json");
+  EXPECT_EQ(f.status, 0) << f.out;
+  EXPECT_NE(f.out.find("is a run that failed: rank 1 died"), std::string::npos) << f.out;
+  EXPECT_EQ(rdmalab("compare " + d + "/a.json " + d + "/missing.json").status, 2);
+}
+
 // validate reports every problem of a file in one pass, each with its line and key.
 TEST(Cli, ValidateReportsEveryProblem) {
   const std::string sc = write_tmp("many.yaml", "name: many\nworkload: { type: write_bw, size: 64KiBs, itertions: 5, qps: 99 }\nfabric: { lnk: 3 }\n");

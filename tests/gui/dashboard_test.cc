@@ -247,7 +247,7 @@ class DashboardTest : public QObject {
     QVERIFY2(q < 1.0, "headers and NIC costs make the calibrated model slower");
     // Different kinds cannot be compared.
     const QString lat = record_run(dir_.path(), "lat.jsonl", "scenarios/latency-sweep.yaml", {"workload.iterations=50"});
-    QVERIFY(w.compareWith(lat).contains("cannot compare bandwidth rows with latency rows"));
+    QVERIFY(w.compareWith(lat).contains("has bandwidth rows and " + lat + " has latency rows: they do not compare"));
     QVERIFY(w.compareWith(dir_.path() + "/nothing.json").contains("cannot open"));
   }
 

@@ -1,0 +1,40 @@
+// Two runs side by side, row by row: a prediction against a measurement (simgrid against verbs),
+// or two runs of one backend. Rows are matched by what identifies them (workload, size, ranks,
+// placement, algorithm ...), not by their order; for every measured column the table has A's
+// value, B's and B/A. What makes the comparison doubtful — a failed run, rows without a partner,
+// fabrics that differ — is listed before the table. `rdmalab compare` prints it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "rdmalab/result_table.h"
+#include "rdmalab/results.h"
+#include "rdmalab/status.h"
+
+namespace rdmalab {
+
+// A finished run as a file holds it: a results file (--json) or a record (--record).
+struct RunFile {
+  std::string path;
+  RunInfo info;           // from a results file; a record gives its backend only
+  bool has_info = false;  // a results file: status, error and resolved keys are known
+  std::vector<ResultRow> rows;
+};
+
+// Errors: io; invalid_argument when the file is neither form.
+Result<RunFile> read_run(const std::string& path);
+
+struct Comparison {
+  std::vector<std::string> warnings;  // said before the table
+  ResultTable table;                  // the identifying columns, then "<column> A", "<column> B", "<column> B/A"
+  std::size_t matched = 0, only_a = 0, only_b = 0;
+};
+
+// Errors: invalid_argument when the runs' rows are of different kinds (bandwidth and latency).
+Result<Comparison> compare_runs(const RunFile& a, const std::string& label_a, const RunFile& b, const std::string& label_b);
+
+// The comparison as text: the warnings as "# " lines, then the table in aligned columns.
+std::string comparison_text(const Comparison& c);
+
+}  // namespace rdmalab
