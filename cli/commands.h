@@ -45,6 +45,10 @@ Result<Scenario> load(const std::string& path, const std::vector<std::string>& s
 void print_problems(const std::string& message);
 // Keys the file gives for another backend's section do not act on this run: says so.
 void note_other_backend_keys(const Scenario& sc, const std::string& backend);
+// In a forked child: runs this binary again with `args` (args[0] is its name), its stdout and
+// stderr into the two files (created or truncated); exits 126 when they cannot be opened, 127 when
+// the binary cannot be run. Never returns.
+[[noreturn]] void exec_self_into(std::vector<std::string> args, const std::string& out_path, const std::string& err_path);
 // The file's workload keys that a workload chosen by --set does not read.
 void note_unread_workload_keys(const Scenario& sc);
 

@@ -1,5 +1,7 @@
-// What the commands that read a scenario share: loading it, and printing its problems.
+// What the commands share: loading a scenario, printing its problems, running this binary again.
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include "backends.h"
 #include "commands.h"
@@ -37,6 +39,19 @@ void print_problems(const std::string& message) {
     if (end == std::string::npos) break;
     start = end + 1;
   }
+}
+
+void exec_self_into(std::vector<std::string> args, const std::string& out_path, const std::string& err_path) {
+  const int o = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  const int e = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (o < 0 || e < 0) ::_exit(126);
+  ::dup2(o, STDOUT_FILENO);
+  ::dup2(e, STDERR_FILENO);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  ::execv("/proc/self/exe", argv.data());
+  ::_exit(127);
 }
 
 void note_other_backend_keys(const Scenario& sc, const std::string& backend) {

@@ -166,16 +166,8 @@ Result<Step> execute(const std::string& command, const fs::path& root) {
   const pid_t pid = ::fork();
   if (pid < 0) return Status(Errc::io, fmt::format("fork: {}", std::strerror(errno)));
   if (pid == 0) {
-    const int o = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int e = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (o < 0 || e < 0 || ::chdir(root.c_str()) != 0) ::_exit(126);
-    ::dup2(o, STDOUT_FILENO);
-    ::dup2(e, STDERR_FILENO);
-    std::vector<char*> argv;
-    for (auto& s : argv_s) argv.push_back(s.data());
-    argv.push_back(nullptr);
-    ::execv("/proc/self/exe", argv.data());
-    ::_exit(127);
+    if (::chdir(root.c_str()) != 0) ::_exit(126);
+    exec_self_into(argv_s, out_path, err_path);
   }
   int wstatus = 0;
   while (::waitpid(pid, &wstatus, 0) < 0)

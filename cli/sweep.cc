@@ -232,16 +232,7 @@ int cmd_sweep(const SweepArgs& a) {
       if (::getppid() != parent) ::_exit(127);
       for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::signal(sig, SIG_DFL);
       ::setpgid(0, 0);  // a terminal's Ctrl-C reaches the sweep, which stops its points itself
-      const int o = ::open(txt.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      if (o < 0 || e < 0) ::_exit(126);
-      ::dup2(o, STDOUT_FILENO);
-      ::dup2(e, STDERR_FILENO);
-      std::vector<char*> argv;
-      for (auto& s : argv_s) argv.push_back(s.data());
-      argv.push_back(nullptr);
-      ::execv("/proc/self/exe", argv.data());
-      ::_exit(127);
+      exec_self_into(argv_s, txt, err);
     }
     running[pid] = i;
     started[pid] = std::chrono::steady_clock::now();
