@@ -300,6 +300,7 @@ class VerbsQp final : public QueuePair {
   Status post_send(std::span<const SendWr> wrs, std::size_t* bad_index) override;
   Status post_recv(std::span<const RecvWr> wrs, std::size_t* bad_index) override;
   void mark_error() { state_ = QpState::err; }
+  bool uses(const ibv_cq* cq) const { return qp_->send_cq == cq || qp_->recv_cq == cq; }
   Status post_prepared(ibv_send_wr* v, std::size_t count);
   // Completions carry an internal id (a sequence number, bit 63 set for the send queue) so that
   // the wrapper can enforce the queue depths exactly (providers accept more than they report)
@@ -385,9 +386,13 @@ class VerbsDevice final : public Device {
     if (!now && (++async_calls_ & 4095) != 0) return;
     ibv_async_event ev{};
     while (ibv_get_async_event(s_.ctx, &ev) == 0) {
-      if (ev.event_type == IBV_EVENT_CQ_ERR)
+      if (ev.event_type == IBV_EVENT_CQ_ERR) {
         for (VerbsCq* cq : cqs_)
           if (cq->cq() == ev.element.cq) cq->overflowed = true;
+        // The QPs that complete into it stop (the contract: CompletionQueue in transport.h).
+        for (auto& [qpn, qp] : qps_)
+          if (qp->uses(ev.element.cq)) qp->mark_error();
+      }
       ibv_ack_async_event(&ev);
     }
   }

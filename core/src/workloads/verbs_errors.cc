@@ -52,7 +52,8 @@ std::string why(const std::string& what, const Scenario& sc, std::uint32_t cq_ca
            "and sends no data; the requester's QP moved to ERR.";
   if (what == "bad_lkey")
     return "The request's own gather list names an lkey that no region of this process has: the NIC finds out when it reads the "
-           "local memory, before anything goes on the wire (local protection error); the peer sees nothing, the requester's QP moved to ERR.";
+           "local memory, before anything goes on the wire (a local protection error on ConnectX and on the model; Linux 6.1's rxe "
+           "reports a local QP operation error); the peer sees nothing, the requester's QP moved to ERR.";
   if (what == "not_rts")
     return "Only a QP in RTS (ready to send) sends: RESET, INIT, RTR (which needs the peer's address), then RTS. This QP is in INIT, "
            "so ibv_post_send refuses the request at once (EINVAL): nothing is queued, no completion comes, the QP stays in INIT.";
@@ -150,7 +151,10 @@ Status run_error(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows)
         if (!st) return st.with_context(fmt::format("rank 0: posting request {} of {}", i + 1, n));
       }
       RDMALAB_TRY(env.rt.compute(kOverflowSettle));  // nobody polls while they complete
-      auto polled = cq->poll(wc);
+      // One poll for all of them: verbs learns of an overflow (IBV_EVENT_CQ_ERR) when a poll finds
+      // the CQ full, so a poll that takes one completion at a time may not see it yet.
+      std::vector<Completion> all(n);
+      auto polled = cq->poll(all);
       o.completion = polled ? fmt::format("{} completion(s), no overflow", *polled)
                             : polled.status().code() == Errc::cq_overflow ? "CQ overflow: completions lost (verbs raises IBV_EVENT_CQ_ERR)"
                                                                           : polled.status().to_string();
