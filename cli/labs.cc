@@ -175,11 +175,7 @@ Result<Step> execute(const std::string& command, const fs::path& root) {
   Step s;
   s.command = command;
   s.out = lines_of(slurp(out_path));
-  // Not the program's output: AddressSanitizer's note when SimGrid switches stacks (the ASan
-  // build of the suite runs the labs too).
-  for (auto& l : lines_of(slurp(err_path)))
-    if (!(l.rfind("==", 0) == 0 && l.find("WARNING: ASan is ignoring requested __asan_handle_no_return") != std::string::npos))
-      s.err.push_back(std::move(l));
+  s.err = lines_of(slurp(err_path));
   s.exit_status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
   std::error_code ec;
   fs::remove_all(tmp, ec);
