@@ -220,6 +220,9 @@ TEST(Cli, KeysTheWorkloadDoesNotReadAreRefusedOrNamed) {
 // The labs: a lab whose output changed fails its check with where it parted; bless takes the new
 // output; a malformed lab file is refused with its line.
 TEST(CliLabs, CheckFindsAChangedOutputAndBlessTakesIt) {
+#ifdef RDMALAB_SANITIZED_BUILD
+  GTEST_SKIP() << "ASan build: AddressSanitizer's warnings about SimGrid's stack switching land in a lab's stderr (the normal build runs this)";
+#endif
   namespace fs = std::filesystem;
   const fs::path root = tmpdir() / "course";
   fs::create_directories(root / "scenarios/labs");
