@@ -45,6 +45,8 @@ Result<Scenario> load(const std::string& path, const std::vector<std::string>& s
 void print_problems(const std::string& message);
 // Keys the file gives for another backend's section do not act on this run: says so.
 void note_other_backend_keys(const Scenario& sc, const std::string& backend);
+// The whole file's bytes ("" when it cannot be read).
+std::string read_text(const std::string& path);
 // In a forked child: runs this binary again with `args` (args[0] is its name), its stdout and
 // stderr into the two files (created or truncated); exits 126 when they cannot be opened, 127 when
 // the binary cannot be run. Never returns.

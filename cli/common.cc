@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "backends.h"
 #include "commands.h"
 #include "rdmalab/run.h"
@@ -41,6 +44,13 @@ void print_problems(const std::string& message) {
   }
 }
 
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 void exec_self_into(std::vector<std::string> args, const std::string& out_path, const std::string& err_path) {
   const int o = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   const int e = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -63,10 +73,10 @@ void note_other_backend_keys(const Scenario& sc, const std::string& backend) {
 }
 
 void note_unread_workload_keys(const Scenario& sc) {
-  if (sc.loc("workload.type").file.rfind("--set", 0) != 0) return;  // check_run refuses them then
+  if (!sc.loc("workload.type").from_command_line()) return;  // check_run refuses them then
   std::vector<std::string> keys;
   for (const auto& k : unread_workload_keys(sc))
-    if (sc.loc(k).file.rfind("--set", 0) != 0) keys.push_back(k);
+    if (!sc.loc(k).from_command_line()) keys.push_back(k);
   if (keys.empty()) return;
   std::string list;
   for (const auto& k : keys) list += (list.empty() ? "" : ", ") + k;

@@ -149,13 +149,6 @@ std::vector<std::string> lines_of(const std::string& text) {
   return out;
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // Runs one command (this binary for "rdmalab") in `root`, its output into files; what it printed.
 Result<Step> execute(const std::string& command, const fs::path& root) {
   RDMALAB_ASSIGN(auto argv_s, words(command));
@@ -174,8 +167,8 @@ Result<Step> execute(const std::string& command, const fs::path& root) {
     if (errno != EINTR) return Status(Errc::io, fmt::format("waitpid: {}", std::strerror(errno)));
   Step s;
   s.command = command;
-  s.out = lines_of(slurp(out_path));
-  s.err = lines_of(slurp(err_path));
+  s.out = lines_of(read_text(out_path));
+  s.err = lines_of(read_text(err_path));
   s.exit_status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
   std::error_code ec;
   fs::remove_all(tmp, ec);

@@ -48,13 +48,6 @@ struct SweepArgs {
 volatile std::sig_atomic_t g_sweep_signal = 0;
 extern "C" void on_sweep_signal(int sig) { g_sweep_signal = sig; }
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // What a point's run left: its status and error from its --json file, and its rows.
 void read_point(const fs::path& json_path, SweepResult& r) {
   std::error_code ec;

@@ -4,11 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <map>
-#include <nlohmann/json.hpp>
-
-#include "rdmalab/record.h"
 
 namespace rdmalab {
 
@@ -42,6 +38,14 @@ std::string describe(const ResultTable& t, std::size_t r, const ResultRow& row) 
   return d + fmt::format(" on {} ranks", row.ranks);
 }
 
+// The indexes of the rows result_table(rows) lists (those of its kind), in its order.
+std::vector<std::size_t> table_rows(const std::vector<ResultRow>& rows, const std::string& kind) {
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    if (result_kind(rows[i]) == kind) out.push_back(i);
+  return out;
+}
+
 std::string resolved(const RunFile& f, const std::string& key) {
   for (const auto& k : f.info.resolved)
     if (k.key == key) return k.value;
@@ -49,27 +53,6 @@ std::string resolved(const RunFile& f, const std::string& key) {
 }
 
 }  // namespace
-
-Result<RunFile> read_run(const std::string& path) {
-  RunFile f;
-  f.path = path;
-  RDMALAB_ASSIGN(f.rows, read_rows(path));
-  std::ifstream in(path);
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  if (!j.is_discarded() && j.is_object() && j.contains("results")) {
-    f.has_info = true;
-    f.info.scenario = j.value("scenario", "");
-    f.info.name = j.value("name", "");
-    f.info.backend = j.value("backend", "");
-    f.info.status = j.value("status", "ok");
-    f.info.error = j.value("error", "");
-    if (j.contains("resolved") && j["resolved"].is_object())
-      for (const auto& [k, v] : j["resolved"].items())
-        if (v.is_object()) f.info.resolved.push_back({k, v.value("value", ""), v.value("from", "")});
-  }
-  if (f.info.backend.empty() && !f.rows.empty()) f.info.backend = f.rows.front().backend;
-  return f;
-}
 
 Result<Comparison> compare_runs(const RunFile& a, const std::string& la, const RunFile& b, const std::string& lb) {
   Comparison c;
@@ -118,38 +101,31 @@ Result<Comparison> compare_runs(const RunFile& a, const std::string& la, const R
     c.table.columns.push_back(shape.columns[i] + " " + lb + "/" + la);
   }
   // B's rows by key, each used once, in order.
-  std::multimap<std::string, std::size_t> b_rows;
-  std::vector<std::size_t> b_kind_rows;  // indexes into b.rows of the table's kind, as tb lists them
-  for (std::size_t i = 0; i < b.rows.size(); ++i)
-    if (result_kind(b.rows[i]) == tb.kind) b_kind_rows.push_back(i);
-  for (std::size_t r = 0; r < tb.cells.size(); ++r) b_rows.emplace(row_key(tb, r, b.rows[b_kind_rows[r]]), r);
-  std::vector<std::size_t> a_kind_rows;
-  for (std::size_t i = 0; i < a.rows.size(); ++i)
-    if (result_kind(a.rows[i]) == ta.kind) a_kind_rows.push_back(i);
+  const std::vector<std::size_t> a_rows = table_rows(a.rows, ta.kind), b_rows = table_rows(b.rows, tb.kind);
+  std::multimap<std::string, std::size_t> b_by_key;  // B's table rows by key, each used once, in order
+  for (std::size_t r = 0; r < tb.cells.size(); ++r) b_by_key.emplace(row_key(tb, r, b.rows[b_rows[r]]), r);
   std::vector<bool> b_used(tb.cells.size(), false);
-  auto add = [&](const ResultTable* t1, std::size_t r1, const ResultTable* t2, std::size_t r2, bool first_is_a) {
+  // One line: A's row ra of ta and B's row rb of tb; a side without a row is null.
+  auto add = [&](const ResultTable* pa, std::size_t ra, const ResultTable* pb, std::size_t rb) {
     std::vector<std::string> cells;
     std::vector<double> values;
-    const ResultTable& id = t1 ? *t1 : *t2;
-    const std::size_t rid = t1 ? r1 : r2;
+    const ResultTable& id = pa ? *pa : *pb;
+    const std::size_t rid = pa ? ra : rb;
     for (auto i : id_cols) {
       // What each side chose (NCCL's algorithm, protocol, channels) shows both when they differ.
       const std::string& h = id.columns[i];
       std::string cell = id.cells[rid][i];
-      if (t1 && t2 && (h == "algorithm" || h == "protocol" || h == "channels") && t1->cells[r1][i] != t2->cells[r2][i])
-        cell = first_is_a ? t1->cells[r1][i] + " | " + t2->cells[r2][i] : t2->cells[r2][i] + " | " + t1->cells[r1][i];
+      if (pa && pb && (h == "algorithm" || h == "protocol" || h == "channels") && pa->cells[ra][i] != pb->cells[rb][i])
+        cell = pa->cells[ra][i] + " | " + pb->cells[rb][i];
       cells.push_back(cell);
       values.push_back(id.values[rid][i]);
     }
-    const ResultTable* ta_ = first_is_a ? t1 : t2;
-    const ResultTable* tb_ = first_is_a ? t2 : t1;
-    const std::size_t ra = first_is_a ? r1 : r2, rb = first_is_a ? r2 : r1;
     for (auto i : measured) {
-      const bool ha = ta_ != nullptr, hb = tb_ != nullptr;
-      const double x = ha ? ta_->values[ra][i] : NAN, y = hb ? tb_->values[rb][i] : NAN;
-      cells.push_back(ha ? ta_->cells[ra][i] : "-");
+      const bool ha = pa != nullptr, hb = pb != nullptr;
+      const double x = ha ? pa->values[ra][i] : NAN, y = hb ? pb->values[rb][i] : NAN;
+      cells.push_back(ha ? pa->cells[ra][i] : "-");
       values.push_back(x);
-      cells.push_back(hb ? tb_->cells[rb][i] : "-");
+      cells.push_back(hb ? pb->cells[rb][i] : "-");
       values.push_back(y);
       if (ha && hb && x == 0 && y == 0) {
         cells.push_back("=");
@@ -167,24 +143,24 @@ Result<Comparison> compare_runs(const RunFile& a, const std::string& la, const R
   };
   std::vector<std::string> lonely_a, lonely_b;
   for (std::size_t r = 0; r < ta.cells.size(); ++r) {
-    const std::string k = row_key(ta, r, a.rows[a_kind_rows[r]]);
-    auto range = b_rows.equal_range(k);
+    const std::string k = row_key(ta, r, a.rows[a_rows[r]]);
+    auto range = b_by_key.equal_range(k);
     auto it = std::find_if(range.first, range.second, [&](const auto& e) { return !b_used[e.second]; });
     if (it == range.second) {
-      add(&ta, r, nullptr, 0, true);
+      add(&ta, r, nullptr, 0);
       ++c.only_a;
-      lonely_a.push_back(describe(ta, r, a.rows[a_kind_rows[r]]));
+      lonely_a.push_back(describe(ta, r, a.rows[a_rows[r]]));
       continue;
     }
     b_used[it->second] = true;
-    add(&ta, r, &tb, it->second, true);
+    add(&ta, r, &tb, it->second);
     ++c.matched;
   }
   for (std::size_t r = 0; r < tb.cells.size(); ++r)
     if (!b_used[r]) {
-      add(nullptr, 0, &tb, r, true);
+      add(nullptr, 0, &tb, r);
       ++c.only_b;
-      lonely_b.push_back(describe(tb, r, b.rows[b_kind_rows[r]]));
+      lonely_b.push_back(describe(tb, r, b.rows[b_rows[r]]));
     }
   auto list = [](const std::vector<std::string>& v) {
     std::string s;

@@ -250,7 +250,9 @@ Result<Record> read_record(const std::string& path) {
   return f.record();
 }
 
-Result<std::vector<ResultRow>> read_rows(const std::string& path) {
+Result<RunFile> read_run(const std::string& path) {
+  RunFile f;
+  f.path = path;
   std::ifstream in(path);
   if (!in) return Status(Errc::io, fmt::format("{}: cannot open", path));
   std::string first;
@@ -258,7 +260,9 @@ Result<std::vector<ResultRow>> read_rows(const std::string& path) {
   json j = json::parse(first, nullptr, false);
   if (!j.is_discarded() && j.is_object() && j.value("type", "") == "header") {
     RDMALAB_ASSIGN(Record rec, read_record(path));
-    return rec.rows;
+    f.info.backend = rec.backend.empty() && !rec.rows.empty() ? rec.rows.front().backend : rec.backend;
+    f.rows = std::move(rec.rows);
+    return f;
   }
   in.clear();
   in.seekg(0);
@@ -267,10 +271,26 @@ Result<std::vector<ResultRow>> read_rows(const std::string& path) {
     return Status(Errc::invalid_argument,
                   fmt::format("{}: neither a record (rdmalab run --record) nor results (rdmalab run --json): no \"results\" array", path));
   try {
-    return rows_from_json(whole["results"].dump());
+    f.rows = rows_from_json(whole["results"].dump());
   } catch (const json::exception& e) {
     return Status(Errc::invalid_argument, fmt::format("{}: malformed rows: {}", path, e.what()));
   }
+  f.has_info = true;
+  f.info.scenario = whole.value("scenario", "");
+  f.info.name = whole.value("name", "");
+  f.info.backend = whole.value("backend", "");
+  f.info.status = whole.value("status", "ok");
+  f.info.error = whole.value("error", "");
+  if (whole.contains("resolved") && whole["resolved"].is_object())
+    for (const auto& [k, v] : whole["resolved"].items())
+      if (v.is_object()) f.info.resolved.push_back({k, v.value("value", ""), v.value("from", "")});
+  if (f.info.backend.empty() && !f.rows.empty()) f.info.backend = f.rows.front().backend;
+  return f;
+}
+
+Result<std::vector<ResultRow>> read_rows(const std::string& path) {
+  RDMALAB_ASSIGN(RunFile f, read_run(path));
+  return std::move(f.rows);
 }
 
 }  // namespace rdmalab

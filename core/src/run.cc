@@ -190,7 +190,7 @@ Status check_run(const Scenario& sc, Backend& backend) {
   // would not act here. In the file, sections for other backends are how one scenario runs on
   // all three transports; the CLI lists them as not used.
   for (const auto& key : other_backend_keys(sc, backend.name()))
-    if (sc.loc(key).file.rfind("--set", 0) == 0)
+    if (sc.loc(key).from_command_line())
       return sc.error(key, fmt::format("is read by the {} backend only; this run uses {} (drop it, or run --backend {})",
                                        key.substr(0, key.find('.')), backend.name(), key.substr(0, key.find('.'))));
   RDMALAB_TRY(check_fabric_shape(sc));
@@ -201,9 +201,9 @@ Status check_run(const Scenario& sc, Backend& backend) {
   if (!st) return Status(st.code(), fmt::format("{} (backend {})", st.message(), backend.name()));
   // A key the workload does not read would not act. Refused, unless the file wrote it for the
   // workload it names and --set chose another (then the CLI lists it as not used).
-  const bool type_from_cli = sc.loc("workload.type").file.rfind("--set", 0) == 0;
+  const bool type_from_cli = sc.loc("workload.type").from_command_line();
   for (const auto& key : unread_workload_keys(sc))
-    if (!type_from_cli || sc.loc(key).file.rfind("--set", 0) == 0) {
+    if (!type_from_cli || sc.loc(key).from_command_line()) {
       std::string readers;
       for (const auto& other : builtin_workloads().all())
         if (std::find(other.reads.begin(), other.reads.end(), key) != other.reads.end()) readers += (readers.empty() ? "" : ", ") + other.name;

@@ -8,22 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "rdmalab/record.h"
 #include "rdmalab/result_table.h"
 #include "rdmalab/results.h"
 #include "rdmalab/status.h"
 
 namespace rdmalab {
-
-// A finished run as a file holds it: a results file (--json) or a record (--record).
-struct RunFile {
-  std::string path;
-  RunInfo info;           // from a results file; a record gives its backend only
-  bool has_info = false;  // a results file: status, error and resolved keys are known
-  std::vector<ResultRow> rows;
-};
-
-// Errors: io; invalid_argument when the file is neither form.
-Result<RunFile> read_run(const std::string& path);
 
 struct Comparison {
   std::vector<std::string> warnings;  // said before the table

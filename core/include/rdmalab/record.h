@@ -88,8 +88,18 @@ class RecordWriter {
 // Reads a whole record. Errors: io, invalid_argument (with the line number).
 Result<Record> read_record(const std::string& path);
 
-// The result rows of a finished run, from either a record (`--record`) or a results file
-// (`--json`, docs/results.md). Errors: io, invalid_argument saying which it expected.
+// A finished run as a file holds it: a results file (--json) or a record (--record).
+struct RunFile {
+  std::string path;
+  RunInfo info;           // from a results file; a record gives its backend only
+  bool has_info = false;  // a results file: status, error and resolved keys are known
+  std::vector<ResultRow> rows;
+};
+
+// A finished run, from either a record (`--record`) or a results file (`--json`,
+// docs/results.md). Errors: io, invalid_argument saying which it expected.
+Result<RunFile> read_run(const std::string& path);
+// Its result rows only.
 Result<std::vector<ResultRow>> read_rows(const std::string& path);
 
 // Follows a record while it is being written (the dashboard's live view): each poll() reads the

@@ -24,6 +24,7 @@ struct SourceLoc {
   int line = 0;      // 1-based; 0 when not from a file
   int column = 0;
   std::string to_string() const;
+  bool from_command_line() const { return file.rfind("--set", 0) == 0; }  // a --set override
 };
 
 enum class ValueType {

@@ -84,6 +84,7 @@ Status run_error(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows)
   const std::uint64_t size = sc.get_size("workload.size");
   const double timeout = sc.get_time("workload.timeout");
   const bool requester = env.rank == 0;
+  const std::uint64_t pattern = stream_seed(static_cast<std::uint64_t>(sc.get_int("seed")), 0, 0);  // what rank 0 writes
   MemoryProvider* mem = memory_for(env, memory_kind_of(sc));
 
   // The responder's region lacks the right the mistake needs; everything else has every right.
@@ -99,7 +100,7 @@ Status run_error(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows)
   // cq_overflow's writes are good ones: the responder's region ends up holding the pattern.
   const bool target_gets_data = what == "cq_overflow";
   if (source_has_data) {
-    RDMALAB_TRY(mem->fill(buf, 0, size, stream_seed(static_cast<std::uint64_t>(sc.get_int("seed")), env.rank, 0)));
+    RDMALAB_TRY(mem->fill(buf, 0, size, pattern));
   } else {
     RDMALAB_TRY(mem->clear(buf, 0, size));
   }
@@ -153,8 +154,8 @@ Status run_error(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows)
       RDMALAB_TRY(env.rt.compute(kOverflowSettle));  // nobody polls while they complete
       // One poll for all of them: verbs learns of an overflow (IBV_EVENT_CQ_ERR) when a poll finds
       // the CQ full, so a poll that takes one completion at a time may not see it yet.
-      std::vector<Completion> all(n);
-      auto polled = cq->poll(all);
+      std::vector<Completion> taken(n);
+      auto polled = cq->poll(taken);
       o.completion = polled ? fmt::format("{} completion(s), no overflow", *polled)
                             : polled.status().code() == Errc::cq_overflow ? "CQ overflow: completions lost (verbs raises IBV_EVENT_CQ_ERR)"
                                                                           : polled.status().to_string();
@@ -193,7 +194,7 @@ Status run_error(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows)
   std::uint64_t changed = 0;
   if (!requester && target_gets_data) {
     RDMALAB_TRY(mr->sync_from_nic(0, size));
-    RDMALAB_ASSIGN(changed, mem->verify(buf, 0, size, stream_seed(static_cast<std::uint64_t>(sc.get_int("seed")), 0, 0)));
+    RDMALAB_ASSIGN(changed, mem->verify(buf, 0, size, pattern));
   } else if (!source_has_data) {
     RDMALAB_ASSIGN(changed, changed_bytes(*mem, buf, *mr, size));
   }
