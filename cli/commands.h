@@ -51,6 +51,9 @@ std::string read_text(const std::string& path);
 // stderr into the two files (created or truncated); exits 126 when they cannot be opened, 127 when
 // the binary cannot be run. Never returns.
 [[noreturn]] void exec_self_into(std::vector<std::string> args, const std::string& out_path, const std::string& err_path);
+// The same for another binary (a path).
+[[noreturn]] void exec_into(const std::string& binary, std::vector<std::string> args, const std::string& out_path,
+                            const std::string& err_path);
 // The file's workload keys that a workload chosen by --set does not read.
 void note_unread_workload_keys(const Scenario& sc);
 

@@ -52,6 +52,10 @@ std::string read_text(const std::string& path) {
 }
 
 void exec_self_into(std::vector<std::string> args, const std::string& out_path, const std::string& err_path) {
+  exec_into("/proc/self/exe", std::move(args), out_path, err_path);
+}
+
+void exec_into(const std::string& binary, std::vector<std::string> args, const std::string& out_path, const std::string& err_path) {
   const int o = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   const int e = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (o < 0 || e < 0) ::_exit(126);
@@ -60,7 +64,7 @@ void exec_self_into(std::vector<std::string> args, const std::string& out_path, 
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  ::execv("/proc/self/exe", argv.data());
+  ::execv(binary.c_str(), argv.data());
   ::_exit(127);
 }
 

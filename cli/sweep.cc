@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -43,10 +44,51 @@ struct SweepArgs {
   std::vector<std::string> sets;
   bool progress = false;
   bool quiet = false;
+  bool no_plots = false;
+  std::string measure;
 };
 
 volatile std::sig_atomic_t g_sweep_signal = 0;
 extern "C" void on_sweep_signal(int sig) { g_sweep_signal = sig; }
+
+// The sweep's plots: rdmalab-plot (the GUI layer, Qt Charts) beside this binary draws them into
+// OUT/plots. Where it was not built, or it cannot plot this table, a note says so: the table is
+// the sweep's result, the plots a view of it.
+void make_plots(const fs::path& out, const SweepArgs& a) {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  const fs::path plotter = self.parent_path() / "rdmalab-plot";
+  if (ec || !fs::exists(plotter)) {
+    fmt::print(stderr, "rdmalab: note: no plots: rdmalab-plot is not built here (it needs Qt6 Charts and Svg); sweep.csv holds every figure\n");
+    return;
+  }
+  std::vector<std::string> args{"rdmalab-plot", (out / "sweep.json").string(), "--out", (out / "plots").string()};
+  if (!a.measure.empty()) {
+    args.push_back("--measure");
+    args.push_back(a.measure);
+  }
+  const std::string txt = (out / "plots.txt").string(), err = (out / "plots.err").string();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    fmt::print(stderr, "rdmalab: note: no plots: fork: {}\n", std::strerror(errno));
+    return;
+  }
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    exec_into(plotter.string(), args, txt, err);
+  }
+  int wstatus = 0;
+  while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  std::string why = read_text(err);
+  while (!why.empty() && (why.back() == '\n' || why.back() == '\r')) why.pop_back();
+  if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
+    fmt::print(stderr, "rdmalab: note: no plots: {}\n", why.empty() ? "rdmalab-plot failed" : why);
+    return;
+  }
+  fs::remove(err, ec);
+  if (!a.quiet) fmt::print("# plots (PNG and SVG; rdmalab-plot --help to draw others): {}\n", (out / "plots").string());
+}
 
 // What a point's run left: its status and error from its --json file, and its rows.
 void read_point(const fs::path& json_path, SweepResult& r) {
@@ -113,6 +155,21 @@ int cmd_sweep(const SweepArgs& a) {
   if (a.jobs < 1) {
     fmt::print(stderr, "rdmalab: -j {}: give 1 or more parallel points\n", a.jobs);
     return kExitUsage;
+  }
+  if (!a.measure.empty()) {
+    std::vector<std::string> numeric;  // every kind's columns that hold numbers
+    for (const char* kind : {"bandwidth", "latency", "collective", "error", "training"})
+      for (const auto& c : result_columns(kind))
+        if (c != "workload" && c != "type" && c != "redop" && c != "root" && c != "placement" && c != "algorithm" && c != "protocol" &&
+            c != "model" && c != "parallelism" && c != "provoke" && c != "operation" && c != "completion" && c != "next request" &&
+            c != "QP state" && std::find(numeric.begin(), numeric.end(), c) == numeric.end())
+          numeric.push_back(c);
+    if (std::find(numeric.begin(), numeric.end(), a.measure) == numeric.end()) {
+      std::string list;
+      for (const auto& c : numeric) list += (list.empty() ? "'" : ", '") + c + "'";
+      fmt::print(stderr, "rdmalab: --measure '{}': not a result column; use one of {}\n", a.measure, list);
+      return kExitUsage;
+    }
   }
   auto base = load(a.scenario, a.sets);
   if (!base) {
@@ -288,6 +345,7 @@ int cmd_sweep(const SweepArgs& a) {
     fmt::print("# {} points ({} run, {} cached, {} failed): {}, {}\n", n, done, cached, failed, (out / "sweep.csv").string(),
                (out / "sweep.json").string());
   }
+  if (!a.no_plots && !g_sweep_signal) make_plots(out, a);
   if (g_sweep_signal) {
     const int sig = g_sweep_signal;
     fmt::print(stderr, "rdmalab: sweep stopped by {}: {} of {} points have results; the table says which\n",
@@ -312,6 +370,8 @@ Command add_sweep(CLI::App& app) {
   sweep->add_option("--set", a->sets, "override a key at every point (repeatable)");
   sweep->add_flag("--progress", a->progress, "print progress lines even when stderr is not a terminal");
   sweep->add_flag("--quiet", a->quiet, "print nothing but errors");
+  sweep->add_flag("--no-plots", a->no_plots, "do not draw the plots (DIR/plots/*.png and .svg)");
+  sweep->add_option("--measure", a->measure, "the column the plots show (default: busbw, BW average, t_typical or step)");
   return {sweep, [a] { return cmd_sweep(*a); }};
 }
 

@@ -11,7 +11,7 @@ packages=(
   libsimgrid-dev
   libibverbs-dev librdmacm-dev ibverbs-providers rdma-core
   libopenmpi-dev openmpi-bin
-  qt6-base-dev qt6-charts-dev libqt6opengl6-dev libgl-dev
+  qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev libgl-dev
   clang  # libFuzzer for tests/fuzz
 )
 

@@ -38,23 +38,26 @@ std::string result_kind(const ResultRow& r) {
   return "bandwidth";
 }
 
+std::vector<std::string> result_columns(const std::string& kind) {
+  if (kind == "bandwidth")
+    return {"workload", "#bytes", "#iterations", "BW peak[Gb/sec]", "BW average[Gb/sec]", "MsgRate[Mpps]", "BW average[MiB/s]", "errors"};
+  if (kind == "latency")
+    return {"workload",    "#bytes",        "#iterations", "t_min[usec]",  "t_max[usec]", "t_typical[usec]",
+            "t_avg[usec]", "t_stdev[usec]", "99% [usec]",  "99.9% [usec]", "errors"};
+  if (kind == "collective")
+    return {"workload",  "size (B)",     "count",        "type",   "redop",    "root", "placement",
+            "time (us)", "algbw (GB/s)", "busbw (GB/s)", "#wrong", "algorithm", "protocol", "channels"};
+  if (kind == "error")
+    return {"workload", "provoke", "operation", "#bytes", "completion", "after[usec]", "next request", "QP state", "errors"};
+  return {"workload", "model",       "parallelism", "grad bytes", "step[ms]",  "compute[ms]",
+          "comm[ms]", "exposed[ms]", "bubble[ms]",  "samples/s",  "#wrong"};
+}
+
 ResultTable result_table(const std::vector<ResultRow>& rows) {
   ResultTable t;
   if (rows.empty()) return t;
   t.kind = result_kind(rows.front());
-  if (t.kind == "bandwidth")
-    t.columns = {"workload", "#bytes", "#iterations", "BW peak[Gb/sec]", "BW average[Gb/sec]", "MsgRate[Mpps]", "BW average[MiB/s]", "errors"};
-  else if (t.kind == "latency")
-    t.columns = {"workload",    "#bytes",        "#iterations", "t_min[usec]",  "t_max[usec]", "t_typical[usec]",
-                 "t_avg[usec]", "t_stdev[usec]", "99% [usec]",  "99.9% [usec]", "errors"};
-  else if (t.kind == "collective")
-    t.columns = {"workload",  "size (B)",     "count",        "type",   "redop",    "root", "placement",
-                 "time (us)", "algbw (GB/s)", "busbw (GB/s)", "#wrong", "algorithm", "protocol", "channels"};
-  else if (t.kind == "error")
-    t.columns = {"workload", "provoke", "operation", "#bytes", "completion", "after[usec]", "next request", "QP state", "errors"};
-  else
-    t.columns = {"workload", "model",       "parallelism", "grad bytes", "step[ms]",  "compute[ms]",
-                 "comm[ms]", "exposed[ms]", "bubble[ms]",  "samples/s",  "#wrong"};
+  t.columns = result_columns(t.kind);
   for (const auto& r : rows) {
     if (result_kind(r) != t.kind) continue;
     std::vector<Cell> c{text(r.workload)};

@@ -1,6 +1,12 @@
 #include "charts.h"
 
+#include <QFile>
+#include <QGraphicsScene>
+#include <QImage>
+#include <QPainter>
+#include <QSvgGenerator>
 #include <QVBoxLayout>
+#include <QtCharts/QCategoryAxis>
 #include <QtCharts/QBarCategoryAxis>
 #include <QtCharts/QBarSeries>
 #include <QtCharts/QBarSet>
@@ -271,5 +277,128 @@ void ResultChart::setRows(const std::vector<ResultRow>& rows) {
 
 QString ResultChart::title() const { return d_->view->chart()->title(); }
 int ResultChart::seriesCount() const { return static_cast<int>(d_->view->chart()->series().size()); }
+
+// ---------------------------------------------------------------------------------------------
+namespace {
+
+// A new chart of the plot: its series, axes (titles with units) and legend.
+QChart* plot_chart(const Plot& plot) {
+  auto* chart = new QChart();
+  chart->setTitle(QString::fromStdString(plot.title));
+  // Long legends (a point's every varied key) go to the right, where they are not cut short.
+  std::size_t longest = 0;
+  for (const auto& l : plot.lines) longest = std::max(longest, l.name.size());
+  const bool right = plot.lines.size() > 4 || longest * plot.lines.size() > 80;
+  chart->legend()->setAlignment(right ? Qt::AlignRight : Qt::AlignBottom);
+  if (plot.lines.size() == 1) chart->legend()->hide();
+  auto* y = new QValueAxis();
+  y->setTitleText(QString::fromStdString(plot.y_title));
+  auto* x = new QCategoryAxis();
+  x->setLabelsPosition(QCategoryAxis::AxisLabelsPositionOnValue);
+  x->setTitleText(QString::fromStdString(plot.x_title));
+  double xmin = 1e300, xmax = -1e300, ymax = 0;
+  for (const auto& l : plot.lines)
+    for (std::size_t i = 0; i < l.x.size(); ++i) {
+      xmin = std::min(xmin, l.x[i]);
+      xmax = std::max(xmax, l.x[i]);
+      ymax = std::max(ymax, l.y[i]);
+    }
+  if (plot.x_is_size) {
+    // One tick per power of two present, thinned to at most 12 labels.
+    const int lo = static_cast<int>(std::floor(xmin)), hi = static_cast<int>(std::ceil(xmax));
+    const int step = std::max(1, (hi - lo + 11) / 12);
+    for (int e = lo; e <= hi; e += step) x->append(QString::fromStdString(size_tick_label(e)), e);
+    x->setRange(lo - 0.3, hi + 0.3);
+    x->setLabelsAngle(-45);
+  } else {
+    for (std::size_t i = 0; i < plot.x_categories.size(); ++i)
+      x->append(QString::fromStdString(plot.x_categories[i]), static_cast<double>(i));
+    xmin = -0.3;
+    xmax = static_cast<double>(plot.x_categories.size()) - 0.7;
+    x->setRange(xmin, xmax);
+  }
+  y->setRange(0, ymax > 0 ? ymax * 1.12 : 1);
+  y->applyNiceNumbers();
+  chart->addAxis(x, Qt::AlignBottom);
+  chart->addAxis(y, Qt::AlignLeft);
+  for (const auto& l : plot.lines) {
+    auto* s = new QLineSeries();
+    s->setName(QString::fromStdString(l.name));
+    s->setPointsVisible(true);
+    for (std::size_t i = 0; i < l.x.size(); ++i) s->append(l.x[i], l.y[i]);
+    chart->addSeries(s);
+    s->attachAxis(x);
+    s->attachAxis(y);
+  }
+  return chart;
+}
+
+}  // namespace
+
+struct PlotChart::Impl {
+  QChartView* view = nullptr;
+};
+
+PlotChart::PlotChart(QWidget* parent) : QWidget(parent), d_(std::make_unique<Impl>()) {
+  auto* empty = new QChart();
+  empty->setTitle(tr("No sweep open"));
+  d_->view = make_view(this, empty);
+}
+
+PlotChart::~PlotChart() = default;
+
+void PlotChart::setPlot(const Plot& plot) {
+  QChart* old = d_->view->chart();
+  d_->view->setChart(plot_chart(plot));
+  delete old;
+}
+
+QString PlotChart::title() const { return d_->view->chart()->title(); }
+int PlotChart::seriesCount() const { return static_cast<int>(d_->view->chart()->series().size()); }
+
+QString writePlotFiles(const Plot& plot, const QString& stem, int width, int height) {
+  QGraphicsScene scene;
+  QChart* chart = plot_chart(plot);
+  scene.addItem(chart);  // the scene owns it
+  chart->setGeometry(0, 0, width, height);
+  const QRectF area(0, 0, width, height);
+  auto commit = [](const QString& tmp, const QString& path) -> QString {
+    QFile::remove(path);
+    if (!QFile::rename(tmp, path)) {
+      QFile::remove(tmp);
+      return QString("%1: cannot write (rename from %2 failed)").arg(path, tmp);
+    }
+    return {};
+  };
+
+  QImage image(width, height, QImage::Format_ARGB32);
+  image.fill(Qt::white);
+  {
+    QPainter painter(&image);
+    painter.setRenderHint(QPainter::Antialiasing);
+    scene.render(&painter, area, area);
+  }
+  const QString png = stem + ".png", png_tmp = stem + ".png.part";
+  if (!image.save(png_tmp, "PNG")) {
+    QFile::remove(png_tmp);
+    return QString("%1: cannot write").arg(png);
+  }
+  if (QString e = commit(png_tmp, png); !e.isEmpty()) return e;
+
+  const QString svg = stem + ".svg", svg_tmp = stem + ".svg.part";
+  QSvgGenerator gen;
+  gen.setFileName(svg_tmp);
+  gen.setSize(QSize(width, height));
+  gen.setViewBox(area);
+  gen.setTitle(QString::fromStdString(plot.title));
+  gen.setDescription(QStringLiteral("rdmalab sweep plot"));
+  {
+    QPainter painter;
+    if (!painter.begin(&gen)) return QString("%1: cannot write").arg(svg);
+    scene.render(&painter, area, area);
+    painter.end();
+  }
+  return commit(svg_tmp, svg);
+}
 
 }  // namespace rdmalab::gui

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "rdmalab/results.h"
+#include "rdmalab/sweep_plot.h"
 
 namespace rdmalab::gui {
 
@@ -49,5 +50,26 @@ class ResultChart : public QWidget {
   struct Impl;
   std::unique_ptr<Impl> d_;
 };
+
+// One of a sweep's plots (rdmalab/sweep_plot.h): lines with points, a size axis labelled
+// 1 KiB, 1 MiB ... or the varied key's values as categories, axis titles with units, a legend.
+class PlotChart : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit PlotChart(QWidget* parent = nullptr);
+  ~PlotChart() override;
+  void setPlot(const Plot& plot);
+  QString title() const;
+  int seriesCount() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> d_;
+};
+
+// Draws a plot into STEM.png and STEM.svg (width x height pixels), each written to a temporary
+// name and renamed, so a file is whole or absent. Returns an error text, empty when fine.
+QString writePlotFiles(const Plot& plot, const QString& stem, int width = 1000, int height = 640);
 
 }  // namespace rdmalab::gui

@@ -429,6 +429,47 @@ TEST(CliSweep, ProductOfValuesInParallelWithOneTableAndACache) {
   EXPECT_NE(more.out.find("8 points (2 run, 6 cached, 0 failed)"), std::string::npos) << more.out;
 }
 
+// The sweep draws its plots (rdmalab-plot, Qt Charts off screen): PNG and SVG files whose axes,
+// units, ticks and legends are labelled; --no-plots draws none.
+TEST(CliSweep, PlotsWithLabelledAxesAndLegends) {
+  const auto out = tmpdir() / "sweep-plots";
+  std::filesystem::remove_all(out);
+  const std::string cmd = "sweep " + scenario("all-reduce-sweep.yaml") +
+                          " --vary fabric.link.bandwidth=100Gbps,400Gbps --vary workload.algorithm=ring,tree --set 'workload.sizes=[1MiB,16MiB]' -j 2 --out " +
+                          out.string();
+  CliRun r = rdmalab(cmd);
+  ASSERT_EQ(r.status, 0) << r.out;
+#ifdef RDMALAB_HAVE_PLOT
+  EXPECT_NE(r.out.find("# plots (PNG and SVG"), std::string::npos) << r.out;
+  auto text = [](const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string size_svg = text(out / "plots" / "busbw-vs-size.svg");
+  for (const char* label : {"busbw vs message size", "message size (bytes)", "busbw (GB/s)", "1 MiB", "16 MiB",
+                            "link.bandwidth=400Gbps, algorithm=tree"})
+    EXPECT_NE(size_svg.find(label), std::string::npos) << label;
+  const std::string bw_svg = text(out / "plots" / "busbw-vs-link.bandwidth.svg");
+  for (const char* label : {"busbw vs fabric.link.bandwidth at 16 MiB", "100Gbps", "400Gbps", "algorithm=ring", "algorithm=tree"})
+    EXPECT_NE(bw_svg.find(label), std::string::npos) << label;
+  for (const char* png : {"busbw-vs-size.png", "busbw-vs-link.bandwidth.png", "busbw-vs-algorithm.png"}) {
+    const std::string bytes = text(out / "plots" / png);
+    EXPECT_GT(bytes.size(), 10000u) << png;
+    EXPECT_EQ(bytes.substr(0, 4), "\x89PNG") << png;
+  }
+  EXPECT_FALSE(std::filesystem::exists(out / "plots" / "busbw-vs-size.svg.part"));
+#else
+  EXPECT_NE(r.out.find("no plots: rdmalab-plot is not built here"), std::string::npos) << r.out;
+#endif
+  std::filesystem::remove_all(out / "plots");
+  CliRun none = rdmalab(cmd + " --no-plots");
+  ASSERT_EQ(none.status, 0) << none.out;
+  EXPECT_FALSE(std::filesystem::exists(out / "plots"));
+  CliRun bad = rdmalab(cmd + " --measure 'busbw'");
+  EXPECT_EQ(bad.status, 2) << bad.out;
+  EXPECT_NE(bad.out.find("--measure 'busbw': not a result column; use one of"), std::string::npos) << bad.out;
+}
+
 TEST(CliSweep, ZipPairsTheValues) {
   const auto out = tmpdir() / "sweep-zip";
   std::filesystem::remove_all(out);

@@ -18,6 +18,8 @@ struct ResultTable {
 
 // The kind of a row: collective rows carry busbw, training rows step_ms, latency rows lat.
 std::string result_kind(const ResultRow& row);
+// The table's headings for a kind (bandwidth | latency | collective | error | training).
+std::vector<std::string> result_columns(const std::string& kind);
 // Rows of the first row's kind (the others are left out: a run's rows are all of one kind).
 ResultTable result_table(const std::vector<ResultRow>& rows);
 // RFC 4180 CSV with a heading line.
