@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <random>
+
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -54,6 +56,13 @@ void add_fabric_keys(Schema& s) {
   s.add("fabric.dragonfly.routers", T::int_list, "", "[routers per chassis, links between two routers]", 1, 1e6);
   s.add("fabric.dragonfly.blades", T::integer, "1", "nodes per router", 1, 1e6);
 
+  s.add_choice("fabric.placement.policy", "packed",
+               "which fabric node runs each of the job's nodes: packed (in order), spread (round-robin over a fat tree's leaves), "
+               "random (a shuffle by fabric.placement.seed), list (fabric.placement.nodes)",
+               {"packed", "spread", "random", "list"});
+  s.add("fabric.placement.seed", T::integer, "1", "random placement: the shuffle's seed (the same seed, the same placement)", 0, 9e18);
+  s.add("fabric.placement.nodes", T::int_list, "",
+        "list placement: the fabric node (0-based) of each of the job's nodes, in rank order; every node once", 0, 1e9);
   s.add("fabric.rail.spines", T::integer, "1",
         "rail_optimized: spine switches joining the rail leaves (0: rails are joined only through the nodes' NVLink)", 0, 1024);
 
@@ -278,8 +287,52 @@ std::string calibration_path(const Scenario& sc) {
   return p.string();
 }
 
+Result<std::vector<int>> node_placement(const Scenario& sc) {
+  const auto machines = static_cast<int>(sc.get_int("fabric.nodes"));
+  const std::string policy = sc.get_string("fabric.placement.policy");
+  if (sc.is_set("fabric.placement.seed") && policy != "random")
+    return sc.error("fabric.placement.seed", fmt::format("applies to fabric.placement.policy random (it is {})", policy));
+  if (sc.is_set("fabric.placement.nodes") && policy != "list")
+    return sc.error("fabric.placement.nodes", fmt::format("applies to fabric.placement.policy list (it is {})", policy));
+  std::vector<int> at(static_cast<std::size_t>(machines));
+  for (int j = 0; j < machines; ++j) at[static_cast<std::size_t>(j)] = j;
+  if (policy == "spread") {
+    const std::string topo = sc.get_string("fabric.topology");
+    if (topo != "fat_tree")
+      return sc.error("fabric.placement.policy",
+                      fmt::format("spread deals the job's nodes round-robin over a fat tree's leaves; a {} has none: use random or list", topo));
+    RDMALAB_ASSIGN(const FatTreeShape shape, fat_tree_shape(sc));
+    const auto per_leaf = static_cast<int>(shape.down.front());
+    const int leaves = machines / per_leaf;
+    // Job node j on leaf j mod L, at place j div L there.
+    for (int j = 0; j < machines; ++j) at[static_cast<std::size_t>(j)] = (j % leaves) * per_leaf + j / leaves;
+  } else if (policy == "random") {
+    // Fisher-Yates with a 64-bit Mersenne Twister, whose sequence the C++ standard fixes: the
+    // same seed places the same way on every machine and library.
+    std::mt19937_64 gen(static_cast<std::uint64_t>(sc.get_int("fabric.placement.seed")));
+    for (int i = machines - 1; i > 0; --i) std::swap(at[static_cast<std::size_t>(i)], at[gen() % static_cast<std::uint64_t>(i + 1)]);
+  } else if (policy == "list") {
+    if (!sc.has("fabric.placement.nodes"))
+      return sc.error("fabric.placement.policy", "list needs fabric.placement.nodes: the fabric node of each job node, e.g. [3, 0, 1, 2]");
+    const auto list = sc.get_ints("fabric.placement.nodes");
+    if (static_cast<int>(list.size()) != machines)
+      return sc.error("fabric.placement.nodes", fmt::format("gives {} nodes for a job of {} (fabric.nodes): one per node", list.size(), machines));
+    std::vector<bool> taken(static_cast<std::size_t>(machines), false);
+    for (std::size_t j = 0; j < list.size(); ++j) {
+      if (list[j] >= machines)
+        return sc.error("fabric.placement.nodes", fmt::format("entry {} is node {}: the fabric has nodes 0 to {}", j, list[j], machines - 1));
+      if (taken[static_cast<std::size_t>(list[j])])
+        return sc.error("fabric.placement.nodes", fmt::format("entry {} is node {} again: every node once", j, list[j]));
+      taken[static_cast<std::size_t>(list[j])] = true;
+      at[j] = static_cast<int>(list[j]);
+    }
+  }
+  return at;
+}
+
 Status check_fabric(const Scenario& sc) {
   RDMALAB_TRY(check_fabric_shape(sc));  // node counts (run.h); run_scenario checks it too
+  RDMALAB_TRY(node_placement(sc).status());
   if (sc.has("fabric.calibration")) {
     if (sc.get_string("fabric.model") == "alpha_beta")
       return sc.error("fabric.calibration", "fabric.model alpha_beta turns every effect off: drop the calibration, or use the calibrated model");

@@ -117,6 +117,11 @@ Result<FatTreeShape> fat_tree_shape(const Scenario& sc);
 // The level (1: node to leaf, 2: leaf to the next tier, …) of the fat-tree link SimGrid created
 // `creation`-th: it makes them level by level from the `nodes` up.
 int fat_tree_level(const FatTreeShape& shape, long nodes, long creation);
+// Which fabric node runs each of the job's nodes (fabric.placement.*), indexed by job node (a
+// job node holds the ranks of one machine, in rank order): packed (job node j on node j), spread
+// (round-robin over a fat tree's leaves), random (a seeded shuffle), list (fabric.placement.nodes).
+// Errors name the key.
+Result<std::vector<int>> node_placement(const Scenario& sc);
 // The calibration file of a scenario (fabric.calibration; relative: next to the scenario), or "".
 std::string calibration_path(const Scenario& sc);
 // Checks the node model's keys (called by check_fabric).

@@ -41,6 +41,15 @@ Status simulate(const LaunchSpec& spec, const RankMain& main, const Scenario& sc
   w.model = read_model(sc);
   w.model.ranks = spec.ranks;
   w.eps = build_platform(sc, w.model);
+  {
+    // The job's node j runs on fabric node placement[j]: its ranks take that node's endpoints.
+    RDMALAB_ASSIGN(w.placement, node_placement(sc));
+    const std::size_t per = w.placement.empty() ? 1 : w.eps.size() / w.placement.size();
+    std::vector<RankEndpoints> placed(w.eps.size());
+    for (std::size_t j = 0; j < w.placement.size(); ++j)
+      for (std::size_t g = 0; g < per; ++g) placed[j * per + g] = w.eps[static_cast<std::size_t>(w.placement[j]) * per + g];
+    w.eps = std::move(placed);
+  }
   for (const auto& e : w.eps) {
     if (!e.gpu) return Status(Errc::internal, "the platform has fewer hosts than ranks");
     w.hosts.push_back(e.gpu);

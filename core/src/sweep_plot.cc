@@ -39,8 +39,13 @@ Result<SweepFile> read_sweep(const std::string& path) {
       std::vector<double> values;
       for (const auto& c : line) {
         if (c.is_number()) {
-          values.push_back(c.get<double>());
-          cells.push_back(c.dump());
+          const double v = c.get<double>();
+          values.push_back(v);
+          // As the CLI's table writes them: whole numbers whole, others to two places (small ones to four digits).
+          if (std::abs(v) < 1e15 && v == std::floor(v))
+            cells.push_back(fmt::format("{}", static_cast<long long>(v)));
+          else
+            cells.push_back(std::abs(v) >= 1 ? fmt::format("{:.2f}", v) : fmt::format("{:.4g}", v));
         } else {
           values.push_back(std::numeric_limits<double>::quiet_NaN());
           cells.push_back(c.is_string() ? c.get<std::string>() : c.dump());

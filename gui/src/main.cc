@@ -31,10 +31,11 @@ int main(int argc, char** argv) {
   QCommandLineOption backend("backend", "the backend to select in the run panel", "NAME");
   QCommandLineOption set("set", "a form field, as KEY=VALUE (repeatable)", "KEY=VALUE");
   QCommandLineOption run("run", "run the loaded scenario at start");
-  QCommandLineOption tab("tab", "the tab to show: topology, charts or results", "TAB", "topology");
+  QCommandLineOption sweep("sweep", "open a sweep's table (rdmalab sweep's DIR/sweep.json) in the Sweep tab", "SWEEP");
+  QCommandLineOption tab("tab", "the tab to show: topology, charts, results or sweep", "TAB", "topology");
   QCommandLineOption cursor("cursor", "with --replay: the sample to show (0 = first; default the last)", "N");
   QCommandLineOption shot("screenshot", "write a PNG of the window and exit (after --run has finished)", "FILE");
-  p.addOptions({replay, compare, backend, set, run, tab, cursor, shot});
+  p.addOptions({replay, compare, sweep, backend, set, run, tab, cursor, shot});
   p.process(app);
 
   auto fail = [](const QString& what) {
@@ -42,7 +43,8 @@ int main(int argc, char** argv) {
     return 2;
   };
   const QString t = p.value(tab);
-  if (t != "topology" && t != "charts" && t != "results") return fail(QString("--tab %1: use topology, charts or results").arg(t));
+  if (t != "topology" && t != "charts" && t != "results" && t != "sweep")
+    return fail(QString("--tab %1: use topology, charts, results or sweep").arg(t));
   if (p.positionalArguments().size() > 1) return fail("give at most one scenario file");
   if (p.isSet(run) && p.positionalArguments().isEmpty()) return fail("--run needs a scenario file");
 
@@ -76,7 +78,11 @@ int main(int argc, char** argv) {
     const QString e = w.compareWith(p.value(compare));
     if (!e.isEmpty()) return fail(e);
   }
-  w.showTab(t);
+  if (p.isSet(sweep)) {
+    const QString e = w.openSweep(p.value(sweep));
+    if (!e.isEmpty()) return fail(e);
+  }
+  w.showTab(p.isSet(sweep) && !p.isSet(tab) ? QString("sweep") : t);
   w.show();
 
   int status = 0;
@@ -84,7 +90,7 @@ int main(int argc, char** argv) {
     if (!p.isSet(shot)) return;
     // Let the layout settle at its final size before grabbing.
     QTimer::singleShot(300, &app, [&] {
-      w.showTab(t);
+      w.showTab(p.isSet(sweep) && !p.isSet(tab) ? QString("sweep") : t);
       const QString e = w.screenshot(p.value(shot));
       if (!e.isEmpty()) {
         std::fprintf(stderr, "rdmalab-dashboard: %s\n", e.toLocal8Bit().constData());

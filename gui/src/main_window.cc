@@ -1,6 +1,8 @@
 #include "main_window.h"
 
 #include <QApplication>
+#include <QComboBox>
+#include <QDir>
 #include <QDockWidget>
 #include <QFile>
 #include <QFileDialog>
@@ -111,10 +113,43 @@ MainWindow::MainWindow(const BackendRegistry& backends, QWidget* parent)
   compare_label_->hide();
   compare_view_->hide();
 
+  // Sweep tab: a sweep's plots (the same as rdmalab-plot draws) and its table.
+  auto* sweep_page = new QWidget();
+  auto* sv = new QVBoxLayout(sweep_page);
+  auto* sb = new QHBoxLayout();
+  auto* open_sweep = new QPushButton(tr("Open sweep…"));
+  sweep_plots_ = new QComboBox();
+  sweep_plots_->setMinimumWidth(360);
+  sweep_label_ = new QLabel(tr("Run `rdmalab sweep`, then open its sweep.json here."));
+  sb->addWidget(open_sweep);
+  sb->addWidget(new QLabel(tr("Plot:")));
+  sb->addWidget(sweep_plots_);
+  sb->addWidget(sweep_label_, 1);
+  sv->addLayout(sb);
+  sweep_chart_ = new PlotChart();
+  sweep_table_ = new ResultsModel(this);
+  auto* sweep_view = new QTableView();
+  sweep_view->setModel(sweep_table_);
+  sweep_view->verticalHeader()->hide();
+  sweep_view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  auto* sweep_split = new QSplitter(Qt::Vertical);
+  sweep_split->addWidget(sweep_chart_);
+  sweep_split->addWidget(sweep_view);
+  sweep_split->setSizes({560, 300});
+  sv->addWidget(sweep_split, 1);
+  connect(sweep_plots_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    if (i >= 0 && static_cast<std::size_t>(i) < plots_.size()) sweep_chart_->setPlot(plots_[static_cast<std::size_t>(i)]);
+  });
+  connect(open_sweep, &QPushButton::clicked, this, [this] {
+    const QString f = QFileDialog::getOpenFileName(this, tr("Open a sweep (rdmalab sweep writes DIR/sweep.json)"), QString(), tr("Sweeps (sweep.json);;JSON (*.json)"));
+    if (!f.isEmpty()) openSweep(f);
+  });
+
   tabs_ = new QTabWidget();
   tabs_->addTab(topo_split, tr("Topology"));
   tabs_->addTab(chart_split, tr("Charts"));
   tabs_->addTab(results_page, tr("Results"));
+  tabs_->addTab(sweep_page, tr("Sweep"));
 
   // Timeline.
   timeline_ = new QSlider(Qt::Horizontal);
@@ -141,6 +176,7 @@ MainWindow::MainWindow(const BackendRegistry& backends, QWidget* parent)
     const QString f = QFileDialog::getOpenFileName(this, tr("Open a record (rdmalab run --record)"), QString(), tr("Records (*.jsonl *.rec);;All files (*)"));
     if (!f.isEmpty()) openRecord(f);
   });
+  file->addAction(tr("Open sweep…"), open_sweep, &QPushButton::click);
   file->addAction(tr("Save screenshot…"), this, [this] {
     const QString f = QFileDialog::getSaveFileName(this, tr("Screenshot"), QStringLiteral("dashboard.png"), tr("PNG (*.png)"));
     if (!f.isEmpty()) screenshot(f);
@@ -359,8 +395,40 @@ QString MainWindow::screenshot(const QString& path) {
   return {};
 }
 
+QString MainWindow::openSweep(const QString& path) {
+  QString file = path;
+  if (QFileInfo(path).isDir()) file = QDir(path).filePath("sweep.json");
+  auto sweep = read_sweep(file.toStdString());
+  QString e;
+  if (!sweep) e = QString::fromStdString(sweep.status().message());
+  auto plots = sweep ? sweep_plots(*sweep) : Result<std::vector<Plot>>(sweep.status());
+  if (sweep && !plots) e = QString::fromStdString(plots.status().message());
+  if (!e.isEmpty()) {
+    statusBar()->showMessage(e);
+    sweep_label_->setText(e);
+    return e;
+  }
+  plots_ = std::move(*plots);
+  sweep_table_->setTable(sweep->table);
+  {
+    const QSignalBlocker block(sweep_plots_);
+    sweep_plots_->clear();
+    for (const auto& p : plots_) sweep_plots_->addItem(QString::fromStdString(p.title));
+  }
+  sweep_plots_->setCurrentIndex(0);
+  sweep_chart_->setPlot(plots_.front());
+  std::size_t points = 1;
+  for (const auto& a : sweep->axes) points = sweep->zip ? a.values.size() : points * a.values.size();
+  sweep_label_->setText(tr("%1: %2 on %3, %4 points, %5 rows")
+                            .arg(file, QString::fromStdString(sweep->scenario), QString::fromStdString(sweep->backend))
+                            .arg(points)
+                            .arg(sweep->table.cells.size()));
+  showTab("sweep");
+  return {};
+}
+
 void MainWindow::showTab(const QString& name) {
-  const int i = name == "charts" ? 1 : name == "results" ? 2 : 0;
+  const int i = name == "charts" ? 1 : name == "results" ? 2 : name == "sweep" ? 3 : 0;
   tabs_->setCurrentIndex(i);
   if (i == 0) {
     view_->fit();

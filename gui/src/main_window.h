@@ -10,7 +10,9 @@
 
 #include "rdmalab/backend.h"
 #include "rdmalab/record.h"
+#include "rdmalab/sweep_plot.h"
 
+class QComboBox;
 class QLabel;
 class QSlider;
 class QTabWidget;
@@ -29,6 +31,7 @@ class ResultsModel;
 class CompareModel;
 class ThroughputChart;
 class ResultChart;
+class PlotChart;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -43,7 +46,9 @@ class MainWindow : public QMainWindow {
   QString exportJson(const QString& path);
   QString exportCsv(const QString& path);
   QString screenshot(const QString& path);
-  void showTab(const QString& name);  // topology | charts | results
+  // A sweep's table (DIR/sweep.json or DIR) into the Sweep tab: its plots and its rows.
+  QString openSweep(const QString& path);
+  void showTab(const QString& name);  // topology | charts | results | sweep
 
   RunData* data() const { return data_; }
   RunPanel* runPanel() const { return panel_; }
@@ -55,6 +60,9 @@ class MainWindow : public QMainWindow {
   ThroughputChart* throughputChart() const { return throughput_; }
   ResultChart* resultChart() const { return result_chart_; }
   QSlider* timeline() const { return timeline_; }
+  PlotChart* sweepChart() const { return sweep_chart_; }
+  QComboBox* sweepPlots() const { return sweep_plots_; }
+  ResultsModel* sweepModel() const { return sweep_table_; }
 
  private:
   void followLive();
@@ -79,6 +87,11 @@ class MainWindow : public QMainWindow {
   QLabel* time_label_;
   QTableView* compare_view_;
   QLabel* compare_label_;
+  PlotChart* sweep_chart_;
+  QComboBox* sweep_plots_;
+  ResultsModel* sweep_table_;
+  QLabel* sweep_label_;
+  std::vector<Plot> plots_;
   QTimer live_timer_;
   std::unique_ptr<RecordFollower> follower_;
   QString live_path_;

@@ -74,6 +74,13 @@ void ResultsModel::setRows(const std::vector<ResultRow>& rows) {
   endResetModel();
 }
 
+void ResultsModel::setTable(const ResultTable& table) {
+  beginResetModel();
+  rows_.clear();
+  table_ = table;
+  endResetModel();
+}
+
 int ResultsModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : static_cast<int>(table_.cells.size()); }
 int ResultsModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : static_cast<int>(table_.columns.size()); }
 
@@ -85,6 +92,7 @@ QVariant ResultsModel::data(const QModelIndex& index, int role) const {
   if (role == Qt::TextAlignmentRole && !std::isnan(table_.values[r][c])) return int(Qt::AlignRight | Qt::AlignVCenter);
   const std::string& h = table_.columns[c];
   if (role == Qt::BackgroundRole && (h == "errors" || h == "#wrong") && table_.values[r][c] > 0) return QBrush(QColor(255, 200, 200));
+  if (role == Qt::BackgroundRole && h == "status" && table_.cells[r][c] != "ok") return QBrush(QColor(255, 200, 200));
   return {};
 }
 

@@ -36,6 +36,8 @@ class ResultsModel : public QAbstractTableModel {
  public:
   explicit ResultsModel(QObject* parent = nullptr) : QAbstractTableModel(parent) {}
   void setRows(const std::vector<ResultRow>& rows);
+  // A table without rows behind it (a sweep's: rdmalab/sweep_plot.h read_sweep).
+  void setTable(const ResultTable& table);
   const ResultTable& table() const { return table_; }
   const std::vector<ResultRow>& rows() const { return rows_; }
   int rowCount(const QModelIndex& parent = {}) const override;

@@ -1,5 +1,6 @@
 // The dashboard under QtTest (QT_QPA_PLATFORM=offscreen): real windows, real runs through core on
 // the simgrid and loopback backends, real records.
+#include <QComboBox>
 #include <QFile>
 #include <QImage>
 #include <QSignalSpy>
@@ -14,6 +15,8 @@
 #include "models.h"
 #include "rdmalab/record.h"
 #include "rdmalab/run.h"
+#include "rdmalab/files.h"
+#include "rdmalab/sweep.h"
 #include "run_data.h"
 #include "run_panel.h"
 #include "topology_scene.h"
@@ -229,6 +232,42 @@ class DashboardTest : public QObject {
     QVERIFY(!done.at(0).at(0).toBool());
     QVERIFY2(done.at(0).at(1).toString().contains("stopped by the user"), qPrintable(done.at(0).at(1).toString()));
     QVERIFY(!p->running());
+  }
+
+  // A sweep's table in the Sweep tab: the plots rdmalab-plot draws, chosen from a list, and the
+  // table of every point; a file that is not a sweep is refused saying why.
+  void sweepTabShowsThePlotsAndTheTable() {
+    const std::vector<SweepAxis> axes{{"fabric.link.bandwidth", {"100Gbps", "400Gbps"}}};
+    std::vector<SweepResult> results;
+    for (const auto& bw : axes[0].values) {
+      auto sc = load_scenario((kSource + "/scenarios/all-reduce-sweep.yaml").toStdString(),
+                              {"fabric.link.bandwidth=" + bw, "workload.sizes=[1MiB,4MiB]", "workload.iterations=2"}, full_schema(all_backends()));
+      QVERIFY2(sc, sc.status().message().c_str());
+      auto backend = all_backends().make("simgrid");
+      RunOutcome out = run_scenario(*sc, **backend, RunOptions{});
+      QVERIFY2(out.status, out.status.message().c_str());
+      SweepResult r;
+      r.point.values = {bw};
+      r.status = "ok";
+      r.rows = out.rows;
+      results.push_back(r);
+    }
+    const QString file = dir_.path() + "/sweep.json";
+    QVERIFY(write_file_atomically(file.toStdString(), sweep_json("scenarios/all-reduce-sweep.yaml", "simgrid", false, axes, results)));
+    MainWindow w(all_backends());
+    QCOMPARE(w.openSweep(dir_.path()), QString());  // the folder: its sweep.json
+    QCOMPARE(w.sweepPlots()->count(), 2);
+    QCOMPARE(w.sweepPlots()->itemText(0), QString("busbw vs message size, one line per point"));
+    QCOMPARE(w.sweepChart()->seriesCount(), 2);  // one line per point
+    w.sweepPlots()->setCurrentIndex(1);
+    QCOMPARE(w.sweepChart()->title(), QString("busbw vs fabric.link.bandwidth at 4 MiB"));
+    QCOMPARE(w.sweepChart()->seriesCount(), 1);
+    QCOMPARE(w.sweepModel()->rowCount(), 2 * 2 * 2);  // points x sizes x placements
+    QCOMPARE(w.sweepModel()->headerData(0, Qt::Horizontal).toString(), QString("fabric.link.bandwidth"));
+    QCOMPARE(w.sweepModel()->data(w.sweepModel()->index(7, 0)).toString(), QString("400Gbps"));
+    const QString rec = record_run(dir_.path(), "not-a-sweep.jsonl", "scenarios/fat-tree-2to1.yaml", {"workload.iterations=5"});
+    QVERIFY(w.openSweep(rec).contains("not a sweep table"));
+    QCOMPARE(w.sweepPlots()->count(), 2);  // the open sweep stays
   }
 
   // Two runs side by side: the alpha_beta model against the calibrated one, ratio per row.

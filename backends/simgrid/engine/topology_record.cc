@@ -28,11 +28,17 @@ Topology describe_topology(const World& w) {
   const int per = w.model.node.on ? w.model.node.gpus : 1;
   const int n = static_cast<int>(w.hosts.size()) / per;
   const NodeModel& nm = w.model.node;
+  // Fabric node i runs the job node placed there (fabric.placement.*): its first rank is that one's.
+  std::vector<int> job_of(static_cast<std::size_t>(n));
+  for (int j = 0; j < n; ++j) job_of[static_cast<std::size_t>(j)] = j;
+  if (static_cast<int>(w.placement.size()) == n)
+    for (int j = 0; j < n; ++j) job_of[static_cast<std::size_t>(w.placement[static_cast<std::size_t>(j)])] = j;
   for (int r = 0; r < n; ++r) {
+    const int job = job_of[static_cast<std::size_t>(r)];
     TopoNode& tn = t.nodes.emplace_back();
-    tn.name = nm.on ? fmt::format("node-{}", r) : w.hosts[static_cast<std::size_t>(r)]->get_name();
+    tn.name = nm.on ? fmt::format("node-{}", r) : w.hosts[static_cast<std::size_t>(job * per)]->get_name();
     tn.kind = "host";
-    tn.rank = r * per;
+    tn.rank = job * per;
     if (nm.on) {
       tn.gpus = nm.gpus;
       tn.nics = nm.nics;

@@ -226,6 +226,7 @@ struct World {
   FabricModel model;
   std::vector<sg4::Host*> hosts;      // where each rank's actor runs
   std::vector<RankEndpoints> eps;     // where its transfers start and end, by memory
+  std::vector<int> placement;         // the fabric node of each job node (fabric.placement.*)
   std::map<std::uint64_t, std::shared_ptr<SwitchCall>> switch_calls;  // by call number
   std::vector<std::uint64_t> switch_seq;                              // each rank's next call number
   bool staged = false;                // GPU memory goes through host bounce buffers

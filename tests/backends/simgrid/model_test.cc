@@ -275,6 +275,71 @@ TEST_F(SimgridModel, FatTreeFromNodesAloneAndFromRadixAndOversubscription) {
   EXPECT_EQ(shape->down, (std::vector<std::int64_t>{4}));
 }
 
+// Rank placement: the job's nodes on fabric nodes packed, spread over the leaves, shuffled by a
+// seed, or listed. At 2:1 the flows leaf 0 -> leaf 1 of a packed job share the spine; spread,
+// the same ranks sit under one leaf and get the whole link, and a ring that stayed under a leaf
+// now crosses the spine.
+TEST_F(SimgridModel, RankPlacementMovesTheJobOverTheTree) {
+  constexpr std::size_t kSize = 8 << 20;
+  const char* tree =
+      "backend: simgrid\n"
+      "fabric:\n"
+      "  topology: fat_tree\n"
+      "  nodes: 16\n"
+      "  model: alpha_beta\n"
+      "  link: { bandwidth: 100Gbps, latency: 1us }\n"
+      "  fat_tree: { radix: 6, oversubscription: '2:1' }\n";
+  auto pattern = [&](const Scenario& sc, int step) {
+    return run_pattern(sc, kSize, [&](RankEnv& env, auto& qps, CompletionQueue& cq, MemoryRegion& mr, const auto& peers) {
+      if (env.rank >= 4) return -1.0;
+      const int to = step == 4 ? env.rank + 4 : (env.rank + 1) % 4;
+      return timed_write(env, *qps[static_cast<std::size_t>(to)], cq, mr, peers[static_cast<std::size_t>(to)].rb, kSize);
+    });
+  };
+  // Spread over 4 leaves of 4: job node j on leaf j mod 4, so ranks r and r + 4 share a leaf.
+  const Scenario spread = scenario(tree, {"fabric.placement.policy=spread"});
+  const Scenario listed = scenario(tree, {"fabric.placement.policy=list", "fabric.placement.nodes=[0,4,8,12,1,5,9,13,2,6,10,14,3,7,11,15]"});
+  const auto packed_across = pattern(scenario(tree), 4), spread_across = pattern(spread, 4), listed_across = pattern(listed, 4);
+  const auto spread_ring = pattern(spread, 1);
+  for (int r = 0; r < 4; ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    expect_within_1pct(packed_across[i], 4 * kLat + kSize / (kBw / 2), "packed, rank r to r+4 over a 2:1 spine, rank " + std::to_string(r));
+    expect_within_1pct(spread_across[i], 2 * kLat + kSize / kBw, "spread, rank r to r+4 under one leaf, rank " + std::to_string(r));
+    EXPECT_EQ(listed_across[i], spread_across[i]) << "the list that spells out spread places the same way";
+    expect_within_1pct(spread_ring[i], 4 * kLat + kSize / kBw, "spread, ring of ranks 0-3 over the spine, rank " + std::to_string(r));
+  }
+  // The record's picture puts each rank on its fabric node; a seed places the same way twice.
+  auto backend = all_backends().make("simgrid");
+  const std::string path = ::testing::TempDir() + "/rdmalab-placement.jsonl";
+  RunOptions opt;
+  opt.record_path = path;
+  Scenario shuffled = scenario(tree, {"fabric.placement.policy=random", "fabric.placement.seed=7", "workload.size=64KiB", "workload.iterations=2"});
+  ASSERT_TRUE(run_scenario(shuffled, **backend, opt).status.is_ok());
+  auto rec = read_record(path);
+  ASSERT_TRUE(rec.is_ok()) << rec.status().message();
+  const auto placement = sim::node_placement(shuffled);
+  ASSERT_TRUE(placement.is_ok());
+  std::vector<int> sorted = *placement;
+  std::sort(sorted.begin(), sorted.end());
+  for (int j = 0; j < 16; ++j) {
+    EXPECT_EQ(sorted[static_cast<std::size_t>(j)], j) << "every fabric node once";
+    EXPECT_EQ(rec->topology.nodes[static_cast<std::size_t>((*placement)[static_cast<std::size_t>(j)])].rank, j) << "job node " << j;
+  }
+  EXPECT_NE(*placement, sorted) << "seed 7 shuffles";
+  EXPECT_EQ(*sim::node_placement(shuffled), *placement);
+  EXPECT_NE(*sim::node_placement(scenario(tree, {"fabric.placement.policy=random", "fabric.placement.seed=8"})), *placement);
+  // What cannot be placed is refused with the key and the reason.
+  auto check = [&](const char* yaml, std::vector<std::string> sets) { return check_run(scenario(yaml, std::move(sets)), **backend).message(); };
+  EXPECT_NE(check(kStar, {"fabric.nodes=4", "fabric.placement.policy=spread"}).find("a star has none: use random or list"), std::string::npos);
+  EXPECT_NE(check(tree, {"fabric.placement.policy=list"}).find("list needs fabric.placement.nodes"), std::string::npos);
+  EXPECT_NE(check(tree, {"fabric.placement.policy=list", "fabric.placement.nodes=[0,1]"}).find("gives 2 nodes for a job of 16"), std::string::npos);
+  EXPECT_NE(check(tree, {"fabric.placement.policy=list", "fabric.placement.nodes=[0,0,1,2,3,4,5,6,7,8,9,10,11,12,13,14]"}).find("entry 1 is node 0 again"),
+            std::string::npos);
+  EXPECT_NE(check(tree, {"fabric.placement.policy=list", "fabric.placement.nodes=[16,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15]"}).find("the fabric has nodes 0 to 15"),
+            std::string::npos);
+  EXPECT_NE(check(tree, {"fabric.placement.seed=3"}).find("applies to fabric.placement.policy random (it is packed)"), std::string::npos);
+}
+
 TEST_F(SimgridModel, SameScenarioAndSeedGiveIdenticalResults) {
   Scenario sc = scenario(kStar, {"fabric.nodes=4", "fabric.model=calibrated", "workload.type=send_bw", "workload.sizes=[1KiB,1MiB]",
                                  "workload.iterations=100"});
