@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <optional>
 #include <random>
 
 #include <cmath>
@@ -56,6 +57,11 @@ void add_fabric_keys(Schema& s) {
   s.add("fabric.dragonfly.routers", T::int_list, "", "[routers per chassis, links between two routers]", 1, 1e6);
   s.add("fabric.dragonfly.blades", T::integer, "1", "nodes per router", 1, 1e6);
 
+  s.add("fabric.degrade.links", T::string_list, "",
+        "what-if: the links whose bandwidth falls to fabric.degrade.factor, as node names from the record (node-3, leaf-1, "
+        "spine-0, rail-2): every link at that node, or NAME:up / NAME:down for its links to the tier above or below");
+  s.add("fabric.degrade.factor", T::number, "", "what-if: the fraction of their bandwidth the degraded links keep, above 0 and at most 1", 0, 1);
+  s.add("fabric.degrade.at", T::time, "0s", "what-if: the simulated time at which the links degrade (0: from the start)", 0, 1e6);
   s.add_choice("fabric.placement.policy", "packed",
                "which fabric node runs each of the job's nodes: packed (in order), spread (round-robin over a fat tree's leaves), "
                "random (a shuffle by fabric.placement.seed), list (fabric.placement.nodes)",
@@ -330,9 +336,116 @@ Result<std::vector<int>> node_placement(const Scenario& sc) {
   return at;
 }
 
+namespace {
+
+// The switches a topology has, by the name prefix the record gives them, and how many.
+std::vector<std::pair<std::string, long>> switch_names(const Scenario& sc) {
+  const std::string topo = sc.get_string("fabric.topology");
+  std::vector<std::pair<std::string, long>> out;
+  if (topo == "star") out.emplace_back("switch", 1);
+  if (topo == "rail_optimized") {
+    out.emplace_back("rail-", sc.get_int("fabric.gpus_per_node"));
+    out.emplace_back("spine-", sc.get_int("fabric.rail.spines"));
+  }
+  if (topo == "fat_tree") {
+    auto shape = fat_tree_shape(sc);
+    if (!shape) return out;
+    // Level l (1 = leaves) has the product of the down counts above it times the up counts up to it.
+    const std::size_t levels = shape->down.size();
+    for (std::size_t l = 1; l <= levels; ++l) {
+      long count = 1;
+      for (std::size_t j = l; j < levels; ++j) count *= static_cast<long>(shape->down[j]);
+      for (std::size_t j = 0; j < l; ++j) count *= static_cast<long>(shape->up[j]);
+      out.emplace_back(l == 1 ? "leaf-" : l == 2 ? "spine-" : fmt::format("tier{}-", l), count);
+    }
+  }
+  if (topo == "dragonfly") {
+    const auto g = sc.get_ints("fabric.dragonfly.groups"), c = sc.get_ints("fabric.dragonfly.chassis"), r = sc.get_ints("fabric.dragonfly.routers");
+    if (!g.empty() && !c.empty() && !r.empty()) out.emplace_back("router-", static_cast<long>(g[0] * c[0] * r[0]));
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::optional<Degrade>> read_degrade(const Scenario& sc) {
+  const bool links = sc.has("fabric.degrade.links"), factor = sc.has("fabric.degrade.factor");
+  if (!links && !factor) {
+    if (sc.is_set("fabric.degrade.at")) return sc.error("fabric.degrade.at", "applies to degraded links: set fabric.degrade.links and .factor too");
+    return std::optional<Degrade>();
+  }
+  if (!links) return sc.error("fabric.degrade.factor", "which links? set fabric.degrade.links too, e.g. [spine-0] or [leaf-3:up]");
+  if (!factor) return sc.error("fabric.degrade.links", "by how much? set fabric.degrade.factor too: the fraction of bandwidth kept, e.g. 0.5");
+  Degrade d;
+  d.factor = sc.get_number("fabric.degrade.factor");
+  d.at_s = sc.get_time("fabric.degrade.at");
+  if (d.factor <= 0)
+    return sc.error("fabric.degrade.factor",
+                    "0 would be a link down: real RC retries and then fails with IBV_WC_RETRY_EXC_ERR unless the route changes, which "
+                    "this model does not do yet; give a fraction above 0 (a link at 1 % is 0.01)");
+  const std::string topo = sc.get_string("fabric.topology");
+  const auto switches = switch_names(sc);
+  const long nodes = static_cast<long>(sc.get_int("fabric.nodes"));
+  const long gpus = topo == "rail_optimized" ? static_cast<long>(sc.get_int("fabric.gpus_per_node")) : 0;
+  for (const auto& sel : sc.get_strings("fabric.degrade.links")) {
+    std::string name = sel, side;
+    if (const auto colon = sel.find(':'); colon != std::string::npos) {
+      name = sel.substr(0, colon);
+      side = sel.substr(colon + 1);
+      if (side != "up" && side != "down")
+        return sc.error("fabric.degrade.links", fmt::format("'{}': after the colon give up or down (the links to the tier above or below)", sel));
+    }
+    // A host (node-i; on rail_optimized node-i-gpuG) or a switch of this topology.
+    bool known = false;
+    long i = -1, g = -1;
+    char tail = 0;
+    if (gpus > 0 ? std::sscanf(name.c_str(), "node-%ld-gpu%ld%c", &i, &g, &tail) == 2 && g >= 0 && g < gpus
+                 : std::sscanf(name.c_str(), "node-%ld%c", &i, &tail) == 1)
+      known = i >= 0 && i < nodes;
+    std::string examples = gpus > 0 ? fmt::format("node-0-gpu0 to node-{}-gpu{}", nodes - 1, gpus - 1) : fmt::format("node-0 to node-{}", nodes - 1);
+    for (const auto& [prefix, count] : switches) {
+      if (prefix.back() != '-') {
+        known = known || name == prefix;
+        examples += ", " + prefix;
+        continue;
+      }
+      long k = -1;
+      if (name.rfind(prefix, 0) == 0 && std::sscanf(name.c_str() + prefix.size(), "%ld%c", &k, &tail) == 1) known = known || (k >= 0 && k < count);
+      examples += fmt::format(", {}0 to {}{}", prefix, prefix, count - 1);
+    }
+    if (!known) return sc.error("fabric.degrade.links", fmt::format("'{}' is not a node of this {}: it has {}", name, topo, examples));
+    d.selectors.push_back(sel);
+  }
+  if (d.selectors.empty()) return sc.error("fabric.degrade.links", "is empty: name at least one node, e.g. [spine-0]");
+  return std::optional<Degrade>(std::move(d));
+}
+
+std::vector<std::size_t> select_links(const Topology& t, const std::string& selector) {
+  std::string name = selector, side;
+  if (const auto colon = selector.find(':'); colon != std::string::npos) {
+    name = selector.substr(0, colon);
+    side = selector.substr(colon + 1);
+  }
+  int at = -1;
+  for (std::size_t i = 0; i < t.nodes.size(); ++i)
+    if (t.nodes[i].name == name) at = static_cast<int>(i);
+  std::vector<std::size_t> out;
+  if (at < 0) return out;
+  const int tier = t.nodes[static_cast<std::size_t>(at)].tier;
+  for (std::size_t i = 0; i < t.links.size(); ++i) {
+    const auto& e = t.links[i].ends;
+    if (e.size() != 2 || (e[0] != at && e[1] != at)) continue;
+    const int other = t.nodes[static_cast<std::size_t>(e[0] == at ? e[1] : e[0])].tier;
+    if ((side == "up" && other <= tier) || (side == "down" && other >= tier)) continue;
+    out.push_back(i);
+  }
+  return out;
+}
+
 Status check_fabric(const Scenario& sc) {
   RDMALAB_TRY(check_fabric_shape(sc));  // node counts (run.h); run_scenario checks it too
   RDMALAB_TRY(node_placement(sc).status());
+  RDMALAB_TRY(read_degrade(sc).status());
   if (sc.has("fabric.calibration")) {
     if (sc.get_string("fabric.model") == "alpha_beta")
       return sc.error("fabric.calibration", "fabric.model alpha_beta turns every effect off: drop the calibration, or use the calibrated model");

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "rdmalab/backend.h"
+#include "rdmalab/record.h"
 #include "rdmalab/scenario.h"
 #include "rdmalab/status.h"
 
@@ -122,6 +124,18 @@ int fat_tree_level(const FatTreeShape& shape, long nodes, long creation);
 // (round-robin over a fat tree's leaves), random (a seeded shuffle), list (fabric.placement.nodes).
 // Errors name the key.
 Result<std::vector<int>> node_placement(const Scenario& sc);
+// A what-if (fabric.degrade.*): links that keep a fraction of their bandwidth, from the start or
+// from a simulated time. Selectors name nodes as the record does: NAME (every link at it), NAME:up
+// or NAME:down (its links to the tier above or below). read_degrade checks the names against the
+// topology's shape (errors name the key, the name and the names there are); empty when not set.
+struct Degrade {
+  std::vector<std::string> selectors;
+  double factor = 1;
+  double at_s = 0;
+};
+Result<std::optional<Degrade>> read_degrade(const Scenario& sc);
+// The indices of the topology's links a selector names (both directions of each).
+std::vector<std::size_t> select_links(const Topology& t, const std::string& selector);
 // The calibration file of a scenario (fabric.calibration; relative: next to the scenario), or "".
 std::string calibration_path(const Scenario& sc);
 // Checks the node model's keys (called by check_fabric).

@@ -11,6 +11,7 @@
 #include <simgrid/s4u.hpp>
 #include <simgrid/kernel/resource/NetworkModelIntf.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <unordered_set>
@@ -53,6 +54,30 @@ Status simulate(const LaunchSpec& spec, const RankMain& main, const Scenario& sc
   for (const auto& e : w.eps) {
     if (!e.gpu) return Status(Errc::internal, "the platform has fewer hosts than ranks");
     w.hosts.push_back(e.gpu);
+  }
+  RDMALAB_ASSIGN(const std::optional<Degrade> degrade, read_degrade(sc));
+  if (degrade) {
+    // The what-if's links keep a fraction of their bandwidth, from the start (before the record's
+    // picture is taken, so it shows them degraded) or from a simulated time.
+    const Topology topo = describe_topology(w);
+    std::vector<sg4::Link*> links;
+    for (const auto& sel : degrade->selectors) {
+      const auto idx = select_links(topo, sel);
+      if (idx.empty()) return Status(Errc::invalid_argument, fmt::format("fabric.degrade.links: '{}' names no link of this platform", sel));
+      for (std::size_t i : idx)
+        if (sg4::Link* l = sg4::Link::by_name_or_null(topo.links[i].name); l && std::find(links.begin(), links.end(), l) == links.end())
+          links.push_back(l);
+    }
+    auto apply = [links, f = degrade->factor] {
+      for (sg4::Link* l : links) l->set_bandwidth(l->get_bandwidth() * f);
+    };
+    if (degrade->at_s <= 0)
+      apply();
+    else
+      sg4::Actor::create("degrade", w.hosts[0], [apply, at = degrade->at_s] {
+        sg4::this_actor::sleep_until(at);
+        apply();
+      })->daemonize();
   }
   w.staged = gpu_staged(sc, w.model);
   w.one_endpoint = std::all_of(w.eps.begin(), w.eps.end(), [](const RankEndpoints& e) { return e.gpu == e.host && e.staged == e.host; });

@@ -1,5 +1,6 @@
 // The SimGrid model checked against closed forms on the alpha_beta model: every figure within 1%
 // of its formula. docs/backends/simgrid.md carries the table these tests print.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <array>
@@ -338,6 +339,66 @@ TEST_F(SimgridModel, RankPlacementMovesTheJobOverTheTree) {
   EXPECT_NE(check(tree, {"fabric.placement.policy=list", "fabric.placement.nodes=[16,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15]"}).find("the fabric has nodes 0 to 15"),
             std::string::npos);
   EXPECT_NE(check(tree, {"fabric.placement.seed=3"}).find("applies to fabric.placement.policy random (it is packed)"), std::string::npos);
+}
+
+// What-ifs: links that keep a fraction of their bandwidth, named as the record names nodes. The
+// four flows leaf 0 -> leaf 1 of a non-blocking tree each take their own spine: one spine at half
+// slows one flow; leaf 0's uplinks at a quarter slow all four; from a simulated time on, the bytes
+// before it went at the full rate.
+TEST_F(SimgridModel, DegradedLinksSlowWhatCrossesThem) {
+  constexpr std::size_t kSize = 8 << 20;
+  const char* tree =
+      "backend: simgrid\n"
+      "fabric:\n"
+      "  topology: fat_tree\n"
+      "  nodes: 16\n"
+      "  model: alpha_beta\n"
+      "  link: { bandwidth: 100Gbps, latency: 1us }\n";
+  auto across = [&](const Scenario& sc) {
+    auto t = run_pattern(sc, kSize, [&](RankEnv& env, auto& qps, CompletionQueue& cq, MemoryRegion& mr, const auto& peers) {
+      if (env.rank >= 4) return -1.0;
+      const int to = env.rank + 4;
+      return timed_write(env, *qps[static_cast<std::size_t>(to)], cq, mr, peers[static_cast<std::size_t>(to)].rb, kSize);
+    });
+    t.resize(4);
+    std::sort(t.begin(), t.end());
+    return t;
+  };
+  const double full = 4 * kLat + kSize / kBw;
+  const auto spine = across(scenario(tree, {"fabric.degrade.links=[spine-0]", "fabric.degrade.factor=0.5"}));
+  for (int r = 0; r < 3; ++r) expect_within_1pct(spine[static_cast<std::size_t>(r)], full, "spine-0 at half, a flow on another spine");
+  expect_within_1pct(spine[3], 4 * kLat + kSize / (kBw / 2), "spine-0 at half, the flow through it");
+  const auto uplinks = across(scenario(tree, {"fabric.degrade.links=[leaf-0:up]", "fabric.degrade.factor=0.25"}));
+  for (double t : uplinks) expect_within_1pct(t, 4 * kLat + kSize / (kBw / 4), "leaf-0's uplinks at a quarter");
+  // From t = 4 latencies + a quarter of the transfer on: a quarter went at kBw, the rest at kBw / 4.
+  const double at = 4 * kLat + kSize / kBw / 4;
+  const auto later = across(scenario(tree, {"fabric.degrade.links=[leaf-0:up]", "fabric.degrade.factor=0.25", fmt::format("fabric.degrade.at={}s", at)}));
+  for (double t : later) expect_within_1pct(t, at + (kSize * 0.75) / (kBw / 4), "leaf-0's uplinks at a quarter from a quarter of the way");
+  // The record's picture shows the degraded links at their new bandwidth.
+  auto backend = all_backends().make("simgrid");
+  const std::string path = ::testing::TempDir() + "/rdmalab-degrade.jsonl";
+  RunOptions opt;
+  opt.record_path = path;
+  ASSERT_TRUE(run_scenario(scenario(tree, {"fabric.degrade.links=[spine-1]", "fabric.degrade.factor=0.5", "workload.size=64KiB", "workload.iterations=2"}),
+                           **backend, opt)
+                  .status.is_ok());
+  auto rec = read_record(path);
+  ASSERT_TRUE(rec.is_ok()) << rec.status().message();
+  const auto at_spine = sim::select_links(rec->topology, "spine-1");
+  ASSERT_EQ(at_spine.size(), 8u);  // 4 leaves, both directions
+  for (std::size_t i : at_spine) EXPECT_DOUBLE_EQ(rec->topology.links[i].bandwidth_Bps, kBw / 2) << rec->topology.links[i].name;
+  EXPECT_EQ(sim::select_links(rec->topology, "leaf-2:down").size(), 8u);  // 4 nodes, both directions
+  EXPECT_EQ(sim::select_links(rec->topology, "node-5").size(), 2u);
+  // Bad what-ifs are refused with the key and what there is.
+  auto check = [&](std::vector<std::string> sets) { return check_run(scenario(tree, std::move(sets)), **backend).message(); };
+  EXPECT_NE(check({"fabric.degrade.links=[spine-4]", "fabric.degrade.factor=0.5"}).find("'spine-4' is not a node of this fat_tree: it has node-0 to node-15, leaf-0 to leaf-3, spine-0 to spine-3"),
+            std::string::npos)
+      << check({"fabric.degrade.links=[spine-4]", "fabric.degrade.factor=0.5"});
+  EXPECT_NE(check({"fabric.degrade.links=[leaf-0:sideways]", "fabric.degrade.factor=0.5"}).find("give up or down"), std::string::npos);
+  EXPECT_NE(check({"fabric.degrade.links=[leaf-0]"}).find("set fabric.degrade.factor too"), std::string::npos);
+  EXPECT_NE(check({"fabric.degrade.factor=0.5"}).find("set fabric.degrade.links too"), std::string::npos);
+  EXPECT_NE(check({"fabric.degrade.links=[leaf-0]", "fabric.degrade.factor=0"}).find("IBV_WC_RETRY_EXC_ERR"), std::string::npos);
+  EXPECT_NE(check({"fabric.degrade.at=1ms"}).find("applies to degraded links"), std::string::npos);
 }
 
 TEST_F(SimgridModel, SameScenarioAndSeedGiveIdenticalResults) {
