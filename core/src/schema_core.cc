@@ -99,6 +99,8 @@ Schema core_schema() {
         "achieved FLOP/s of one GPU, overriding the measured throughput of the model on fabric.gpu.model (400 TFLOP/s when "
         "neither is given: about 40% of an H100's dense BF16 peak)",
         1e6, 1e18);
+  s.add("training.stragglers", T::int_list, "", "what-if: ranks whose compute is slower by training.straggler_factor", 0, 1e9);
+  s.add("training.straggler_factor", T::number, "", "what-if: how much longer the stragglers' compute takes (1.2: 20 % slower)", 1, 1000);
   s.add("training.layer_time", T::time, "", "forward time of every layer for the whole batch, instead of FLOPs / gpu_flops", 0, 3600);
   s.add("training.bucket", T::size, "25MiB", "gradient bucket size (PyTorch DDP's bucket_cap_mb)", 1, 1ull << 40);
   s.add("training.tensor_parallel", T::integer, "1", "train_dp: tensor-parallel group size (consecutive ranks, as inside a node)", 1, 1024);

@@ -135,6 +135,30 @@ Params read_params(const Scenario& sc) {
   return p;
 }
 
+// A straggler (training.stragglers) computes training.straggler_factor times slower: its rate
+// falls, or its given layer time grows, by the factor. Everyone else waits for it in the
+// collectives, as a data-parallel job waits for its slowest GPU.
+Params params_for_rank(const Scenario& sc, int rank) {
+  Params p = read_params(sc);
+  if (!sc.is_set("training.stragglers")) return p;
+  const auto ranks = sc.get_ints("training.stragglers");
+  if (std::find(ranks.begin(), ranks.end(), rank) == ranks.end()) return p;
+  const double f = sc.get_number("training.straggler_factor");
+  p.gpu_rate /= f;
+  p.measured_rate /= f;
+  if (p.layer_time >= 0) p.layer_time *= f;
+  return p;
+}
+
+// What a row says of the stragglers: "ranks 3, 7 compute 1.2x slower".
+void add_straggler_note(ResultRow& row, const Scenario& sc) {
+  if (!sc.is_set("training.stragglers")) return;
+  std::string list;
+  for (auto r : sc.get_ints("training.stragglers")) list += (list.empty() ? "" : ", ") + std::to_string(r);
+  row.notes["stragglers"] = fmt::format("rank{} {} compute {:.3g}x slower", sc.get_ints("training.stragglers").size() > 1 ? "s" : "", list,
+                                        sc.get_number("training.straggler_factor"));
+}
+
 // Forward seconds of layer l for `samples` samples. From a measured throughput: the step's
 // compute (batch / rate) split over the layers by their FLOPs, a third forward and two thirds
 // backward (the backward computes gradients of both inputs and weights: twice the forward).
@@ -225,7 +249,7 @@ std::uint64_t round_up(std::uint64_t v, std::uint64_t a) { return (v + a - 1) / 
 // ------------------------------------------------------------------------------------------
 
 Status run_dp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
-  const Params p = read_params(sc);
+  const Params p = params_for_rank(sc, env.rank);
   const std::size_t es = dtype_size(p.dtype);
   const int tp = p.tp;
   const int dp = env.size / tp;
@@ -399,6 +423,7 @@ Status run_dp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
   add_compute_figures(row, p, 3 * p.fwd_flops * static_cast<double>(p.batch) / tp);
   row.notes["model"] = p.model;
   row.notes["parallelism"] = fmt::format("dp {} x tp {}{}", dp, tp, p.moe_bytes ? " + moe" : "");
+  add_straggler_note(row, sc);
   // The largest bucket's all-reduce, as NCCL's tuning picks it for that size (the others may differ).
   const auto largest = std::max_element(buckets.begin(), buckets.end(), [](const Bucket& a, const Bucket& b) { return a.bytes < b.bytes; });
   if (largest != buckets.end()) row.notes["gradient_all_reduce"] = fmt::format("{} ({})", largest->how, units::format_size(largest->bytes));
@@ -410,7 +435,7 @@ Status run_dp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
 // ------------------------------------------------------------------------------------------
 
 Status run_pp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
-  const Params p = read_params(sc);
+  const Params p = params_for_rank(sc, env.rank);
   const int S = env.size, s = env.rank, m = p.microbatches;
   const std::uint64_t A = p.activation;
   // This stage's layers: an even split.
@@ -540,6 +565,7 @@ Status run_pp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
   add_compute_figures(row, p, 3 * p.fwd_flops * static_cast<double>(p.batch) / S);
   row.notes["model"] = p.model;
   row.notes["parallelism"] = fmt::format("pp {} (1F1B, {} micro-batches)", S, m);
+  add_straggler_note(row, sc);
   row.notes["verify"] = p.verify ? "on" : "off";
   rows.push_back(std::move(row));
   return Status::ok();
@@ -592,6 +618,13 @@ Status check_training(const Scenario& sc, const Capabilities& caps, int ranks, b
   if (alg != "auto" && alg != "ring" && alg != "tree" && alg != "rhd")
     return sc.error("workload.algorithm", fmt::format("the gradient all-reduce has no algorithm '{}'; allowed: auto, ring, tree, rhd", alg));
   if (sc.is_set("workload.duration")) return sc.error("workload.duration", "training runs a number of steps: give workload.iterations");
+  if (sc.is_set("training.stragglers") != sc.is_set("training.straggler_factor"))
+    return sc.is_set("training.stragglers")
+               ? sc.error("training.stragglers", "how much slower? set training.straggler_factor too, e.g. 1.2 for 20 % slower")
+               : sc.error("training.straggler_factor", "which ranks? set training.stragglers too, e.g. [3]");
+  if (sc.is_set("training.stragglers"))
+    for (auto r : sc.get_ints("training.stragglers"))
+      if (r >= ranks) return sc.error("training.stragglers", fmt::format("rank {} is not in the job: ranks 0 to {}", r, ranks - 1));
   return check_memory(sc, caps);
 }
 
@@ -600,6 +633,7 @@ std::vector<std::string> training_reads(bool pipeline) {
   std::vector<std::string> keys = {"training.model",      "training.layers",   "training.layer_flops", "training.batch",
                                    "training.precision",  "training.gpu_flops", "training.layer_time", "training.tensor_parallel",
                                    "training.moe_alltoall", "training.activation", "training.progress_interval",
+                                   "training.stragglers", "training.straggler_factor",
                                    "workload.iterations", "workload.warmup",    "workload.dtype",      "workload.protocol",
                                    "workload.algorithm",  "workload.chunk",     "workload.slots",      "workload.verify",
                                    "workload.memory",     "workload.payload",   "workload.gpu_path",   "workload.timeout"};

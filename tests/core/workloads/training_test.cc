@@ -63,6 +63,27 @@ TEST(TrainDp, ExactGradientsComputeFromFlopsAndOverlap) {
   EXPECT_LT(r.extra.at("exposed_ms"), 0.6 * r.extra.at("comm_ms")) << "comm " << r.extra.at("comm_ms") << " exposed " << r.extra.at("exposed_ms");
 }
 
+// A straggler: rank 2 computes 1.5x slower. The job's compute is its (3.6 ms -> 5.4 ms), and the
+// step waits for it: every all-reduce needs its gradients, so the others idle that long.
+TEST(TrainDp, AStragglerSlowsTheWholeStep) {
+  if (!usable("simgrid")) GTEST_SKIP() << "needs the SimGrid backend (simulated time makes the compute exact)";
+  const std::vector<std::string> base = {"fabric.nodes=4", "workload.type=train_dp", "training.model=custom",
+                                         "training.layers=[1000000,1000000,1000000,1000000,1000000,1000000]", "training.batch=100",
+                                         "training.gpu_flops=1e12", "training.bucket=4MB", "workload.iterations=2"};
+  RunOutcome even = run("simgrid", base);
+  std::vector<std::string> slow = base;
+  slow.push_back("training.stragglers=[2]");
+  slow.push_back("training.straggler_factor=1.5");
+  RunOutcome one = run("simgrid", slow);
+  ASSERT_TRUE(even.status.is_ok() && one.status.is_ok()) << even.status.to_string() << one.status.to_string();
+  const auto &a = even.rows[0], &b = one.rows[0];
+  EXPECT_NEAR(a.extra.at("compute_ms"), 3.6, 1e-6);
+  EXPECT_NEAR(b.extra.at("compute_ms"), 5.4, 1e-6);
+  EXPECT_GE(b.extra.at("step_ms"), a.extra.at("step_ms") + 1.8 * 0.9) << "the others wait for the straggler's 1.8 ms";
+  EXPECT_EQ(b.notes.at("stragglers"), "rank 2 compute 1.5x slower");
+  EXPECT_EQ(b.errors, 0u);
+}
+
 TEST(TrainDp, LowPrecisionGradientsStayExactOnManyRanks) {
   if (!usable("simgrid")) GTEST_SKIP() << "needs the SimGrid backend for 40 ranks";
   // bf16 holds integers only up to 256: the gradients are chosen so that 40 ranks' sum is exact.
@@ -181,6 +202,10 @@ TEST(Training, BadParametersAreRefusedWithTheKey) {
       {{"workload.type=train_dp", "fabric.gpu.model=h100", "training.model=gpt3-175b"}, "training.model"},
       // A named GPU and a generation that is not its own.
       {{"workload.type=train_dp", "fabric.gpu.model=a100", "fabric.gpu.generation=hopper"}, "fabric.gpu.generation"},
+      // Stragglers: both keys, ranks in the job.
+      {{"workload.type=train_dp", "training.stragglers=[1]"}, "training.straggler_factor too"},
+      {{"workload.type=train_dp", "training.straggler_factor=1.2"}, "training.stragglers too"},
+      {{"workload.type=train_dp", "fabric.nodes=4", "training.stragglers=[4]", "training.straggler_factor=1.2"}, "rank 4 is not in the job"},
   };
   for (const auto& b : bad) {
     auto sc = parse_scenario("name: t\n", "t.yaml", b.sets, full_schema(all_backends()));
