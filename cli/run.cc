@@ -71,6 +71,7 @@ struct RunArgs {
   int size = -1;
   std::string token;
   bool quiet = false;
+  bool progress = false;
   bool explain = false;
 };
 
@@ -169,7 +170,7 @@ int cmd_run(RunArgs a) {
     options.placement = Placement{"mpi", -1, -1, ""};
   else if (!a.bootstrap.empty())
     options.placement = Placement{a.bootstrap, a.rank, a.size, a.token};
-  options.progress = !a.quiet && ::isatty(STDERR_FILENO);
+  options.progress = a.progress || (!a.quiet && ::isatty(STDERR_FILENO));
   options.cancel = &g_stop;
   options.checked = true;  // check_run above
   install_stop_handlers();
@@ -223,6 +224,7 @@ Command add_run(CLI::App& app) {
   run->add_option("--token", a->token, "run token every rank must share (with --bootstrap; or RDMALAB_TOKEN)");
   run->add_option("--record", a->record, "write the run's topology and throughput samples to this file (docs/record.md)");
   run->add_flag("--quiet", a->quiet, "print only the result table, no progress");
+  run->add_flag("--progress", a->progress, "progress lines on stderr even when it is not a terminal (a line every 2 s)");
   run->add_flag("--explain", a->explain,
                 "after the table: for each collective size, every (algorithm, protocol) NCCL's tuning model considered, its predicted time, "
                 "and what was run");

@@ -14,10 +14,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <unistd.h>
 #include <unordered_set>
 
 #include "common/child_process.h"
 #include "rdmalab/calibration.h"
+#include "rdmalab/progress.h"
 #include "rdmalab/record.h"
 #include "rdmalab/run.h"
 #include "rdmalab/scenario.h"
@@ -110,16 +112,25 @@ Status simulate(const LaunchSpec& spec, const RankMain& main, const Scenario& sc
         ->daemonize();
   }
   if (spec.progress) {
-    // One line on stderr, rewritten about once a second of wall time.
+    // On a terminal, one line rewritten about once a second of wall time; into a pipe (--progress),
+    // a line every 2 s. With the share of the workload's bytes sent (progress.h), an ETA.
+    const bool tty = ::isatty(STDERR_FILENO) != 0;
     auto wall0 = std::chrono::steady_clock::now();
     auto last = wall0;
-    sg4::Engine::on_time_advance_cb([&w, wall0, last](double) mutable {
+    sg4::Engine::on_time_advance_cb([&w, wall0, last, tty](double) mutable {
       auto now = std::chrono::steady_clock::now();
-      if (now - last < std::chrono::seconds(1)) return;
+      if (now - last < std::chrono::seconds(tty ? 1 : 2)) return;
       last = now;
-      double wall = std::chrono::duration<double>(now - wall0).count();
-      std::fprintf(stderr, "\r[simgrid] simulated %.6f s, %llu transfers, %.0f transfers/s   ", sg4::Engine::get_clock(),
-                   static_cast<unsigned long long>(w.transfers), static_cast<double>(w.transfers) / wall);
+      const double wall = std::chrono::duration<double>(now - wall0).count();
+      const double f = work_meter().fraction();
+      std::string done;
+      if (f > 0) {
+        const double eta = wall * (1 - f) / f;
+        done = fmt::format("{:.0f}% of the work, ETA {:.0f} s, ", 100 * f, eta);
+      }
+      std::fprintf(stderr, "%s[simgrid] %s%.0f s elapsed, simulated %.6f s, %llu transfers, %.0f transfers/s%s", tty ? "\r" : "", done.c_str(), wall,
+                   sg4::Engine::get_clock(), static_cast<unsigned long long>(w.transfers), static_cast<double>(w.transfers) / wall,
+                   tty ? "   " : "\n");
       std::fflush(stderr);
     });
   }

@@ -14,6 +14,7 @@
 #include "rdmalab/files.h"
 #include "rdmalab/gpus.h"
 #include "rdmalab/metrics.h"
+#include "rdmalab/progress.h"
 #include "rdmalab/record.h"
 #include "rdmalab/staging.h"
 #include "rdmalab/units.h"
@@ -25,6 +26,12 @@
 #include "rdmalab/workloads/verbs_errors.h"
 
 namespace rdmalab {
+
+WorkMeter& work_meter() {
+  static WorkMeter meter;
+  return meter;
+}
+
 
 const char* version() noexcept { return "0.1.0"; }
 
@@ -251,6 +258,7 @@ std::optional<StagingOptions> staging_for(const Scenario& sc, const Capabilities
 RunOutcome run_scenario(const Scenario& sc, Backend& backend, const RunOptions& options) {
   MetricsSink* metrics = options.metrics;
   RunOutcome out;
+  work_meter().reset();  // a workload that declares its work sets it again
   if (!options.checked) out.status = check_run(sc, backend);
   if (out.status && !backend.hosts_all_ranks() && options.placement.rendezvous.empty())
     out.status = check_host_memory(sc, backend, scenario_ranks(sc));  // verbs without a placement forks every rank here

@@ -51,4 +51,11 @@ if grep -q "$marker" <<<"$piped"; then
   echo "FAIL: a progress line into a pipe"
   exit 1
 fi
-echo "progress line: shown on a terminal (a run of $ms ms), not with --quiet, not into a pipe"
+# --progress forces the lines into a pipe (one every 2 s there).
+forced=$("${cmd[@]}" --progress 2>&1) || failed "into a pipe with --progress" "$forced"
+if ((ms >= 2500)) && ! grep -q "$marker" <<<"$forced"; then
+  echo "FAIL: no progress line into a pipe with --progress in a run of about $ms ms; its output ended:"
+  tail -5 <<<"$forced"
+  exit 1
+fi
+echo "progress line: shown on a terminal (a run of $ms ms), not with --quiet, not into a pipe, into a pipe with --progress"

@@ -17,6 +17,7 @@
 #include "rdmalab/workloads/common.h"
 #include "rdmalab/workloads/tuning.h"
 #include "engine.h"
+#include "rdmalab/progress.h"
 
 namespace rdmalab::workloads {
 namespace {
@@ -293,6 +294,19 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
     return eng.mem().write(eng.out(), off, v.data(), v.size());
   };
 
+  // The whole run's bytes this rank will send (the progress line's 100 %): every size and
+  // placement, its warm-up, timed and check executions.
+  if (env.rank == 0) {
+    work_meter().reset();
+    const std::uint64_t runs = p.warmup + p.iterations + (p.verify ? 1 : 0);
+    for (const SizePlan& s : sizes)
+      for (const Plan* plan : {p.out_of_place ? &s.out_of_place : nullptr, p.in_place ? &s.in_place : nullptr}) {
+        if (!plan) continue;
+        std::uint64_t bytes = 0;
+        for (const auto& op : plan->sends) bytes += op.len;
+        work_meter().plan(runs * (s.algo == Algorithm::nvls ? s.bytes : bytes));
+      }
+  }
   for (const SizePlan& s : sizes) {
     for (int place = 0; place < 2; ++place) {
       const bool in_place = place == 1;
@@ -303,7 +317,11 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
       // NCCL's base latency (launch and set-up), once per collective, where time is modelled.
       const double base = modelled ? s.choice.costs.base_us * 1e-6 : 0;
       auto once = [&]() -> Status {
-        if (s.algo == Algorithm::nvls) return switch_run(s, plan, in_place);
+        if (s.algo == Algorithm::nvls) {
+          RDMALAB_TRY(switch_run(s, plan, in_place));
+          if (env.rank == 0) work_meter().sent(s.bytes);
+          return Status::ok();
+        }
         if (base > 0) RDMALAB_TRY(env.rt.compute(base));
         return eng.execute(plan);
       };

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "rdmalab/progress.h"
 #include "rdmalab/workloads/common.h"
 
 namespace rdmalab::workloads {
@@ -313,6 +314,7 @@ Status CollectiveEngine::issue(bool& progressed) {
       wr.model_wire_factor = e.plan.wire_factor;
       wr.model_min_latency_s = c.same_node ? e.plan.step_latency_intra : e.plan.step_latency_inter;
       RDMALAB_TRY(c.qp->post_send(std::span<const SendWr>(&wr, 1)));
+      if (env_.rank == 0) work_meter().sent(len);
       c.send_seq++;
       c.credits--;
       c.sq_out++;
