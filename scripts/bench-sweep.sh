@@ -15,7 +15,7 @@ vary=(--vary 'fabric.fat_tree.up=[1,1],[1,2],[1,3],[1,4]' --vary fabric.link.ban
 wall() {  # seconds of one sweep
   local t0 t1
   t0=$(date +%s%N)
-  build/bin/rdmalab sweep scenarios/all-reduce-sweep.yaml "${vary[@]}" -j "$1" --out "$2" --quiet
+  build/bin/rdmalab sweep scenarios/all-reduce-sweep.yaml "${vary[@]}" -j "$1" --out "$2" --quiet --no-plots
   t1=$(date +%s%N)
   echo $(( (t1 - t0) / 1000000 ))
 }
