@@ -389,9 +389,9 @@ TEST(Cli, DoctorSaysWhatGpuDirectNeedsHere) {
 }  // namespace
 
 // --progress: lines into a pipe (every 2 s), and for a collective the share of its bytes sent
-// with an ETA (a 1 GiB all-reduce on 32 simulated nodes, both placements: about 5 s).
+// with an ETA (a 1 GiB ring all-reduce on 32 simulated nodes, both placements: about 5 s).
 TEST(Cli, ProgressIntoAPipeSaysHowMuchIsDoneAndWhatIsLeft) {
-  CliRun r = rdmalab("run " + scenario("ar-1gib-fat-tree.yaml") + " --set fabric.nodes=32 --progress");
+  CliRun r = rdmalab("run " + scenario("ar-1gib-fat-tree.yaml") + " --set fabric.nodes=32 --set workload.placement=both --progress");
   ASSERT_EQ(r.status, 0) << r.out;
   const auto at = r.out.find("% of the work, ETA ");
   ASSERT_NE(at, std::string::npos) << r.out;
@@ -399,7 +399,7 @@ TEST(Cli, ProgressIntoAPipeSaysHowMuchIsDoneAndWhatIsLeft) {
   const int pct = std::stoi(r.out.substr(line + std::string("\n[simgrid] ").size()));
   EXPECT_GT(pct, 0);
   EXPECT_LT(pct, 100);
-  CliRun quiet = rdmalab("run " + scenario("ar-1gib-fat-tree.yaml") + " --set fabric.nodes=32 --set workload.placement=out_of_place");
+  CliRun quiet = rdmalab("run " + scenario("ar-1gib-fat-tree.yaml") + " --set fabric.nodes=32");
   EXPECT_EQ(quiet.out.find("[simgrid]"), std::string::npos) << "no progress into a pipe without --progress";
 }
 
