@@ -157,13 +157,7 @@ int cmd_sweep(const SweepArgs& a) {
     return kExitUsage;
   }
   if (!a.measure.empty()) {
-    std::vector<std::string> numeric;  // every kind's columns that hold numbers
-    for (const char* kind : {"bandwidth", "latency", "collective", "error", "training"})
-      for (const auto& c : result_columns(kind))
-        if (c != "workload" && c != "type" && c != "redop" && c != "root" && c != "placement" && c != "algorithm" && c != "protocol" &&
-            c != "model" && c != "parallelism" && c != "provoke" && c != "operation" && c != "completion" && c != "next request" &&
-            c != "QP state" && std::find(numeric.begin(), numeric.end(), c) == numeric.end())
-          numeric.push_back(c);
+    const std::vector<std::string> numeric = result_numeric_columns();
     if (std::find(numeric.begin(), numeric.end(), a.measure) == numeric.end()) {
       std::string list;
       for (const auto& c : numeric) list += (list.empty() ? "'" : ", '") + c + "'";

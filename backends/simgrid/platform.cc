@@ -5,13 +5,12 @@
 
 #include <fmt/format.h>
 
-#include <optional>
-#include <random>
-
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <numeric>
+#include <optional>
+#include <random>
 #include <simgrid/s4u.hpp>
 
 namespace rdmalab::sim {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -51,6 +52,18 @@ std::vector<std::string> result_columns(const std::string& kind) {
     return {"workload", "provoke", "operation", "#bytes", "completion", "after[usec]", "next request", "QP state", "errors"};
   return {"workload", "model",       "parallelism", "grad bytes", "step[ms]",  "compute[ms]",
           "comm[ms]", "exposed[ms]", "bubble[ms]",  "samples/s",  "#wrong"};
+}
+
+std::vector<std::string> result_numeric_columns() {
+  static const char* const text[] = {"workload",   "type",       "redop",      "root",         "placement", "algorithm", "protocol",
+                                     "model",      "parallelism", "provoke",   "operation",    "completion", "next request",
+                                     "QP state"};
+  std::vector<std::string> out;
+  for (const char* kind : {"bandwidth", "latency", "collective", "error", "training"})
+    for (const auto& c : result_columns(kind))
+      if (std::find(std::begin(text), std::end(text), c) == std::end(text) && std::find(out.begin(), out.end(), c) == out.end())
+        out.push_back(c);
+  return out;
 }
 
 ResultTable result_table(const std::vector<ResultRow>& rows) {

@@ -20,6 +20,8 @@ struct ResultTable {
 std::string result_kind(const ResultRow& row);
 // The table's headings for a kind (bandwidth | latency | collective | error | training).
 std::vector<std::string> result_columns(const std::string& kind);
+// Every kind's columns that hold numbers (what a sweep's plots may show), each once.
+std::vector<std::string> result_numeric_columns();
 // Rows of the first row's kind (the others are left out: a run's rows are all of one kind).
 ResultTable result_table(const std::vector<ResultRow>& rows);
 // RFC 4180 CSV with a heading line.

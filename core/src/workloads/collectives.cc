@@ -13,11 +13,11 @@
 #include <mutex>
 #include <optional>
 
+#include "rdmalab/progress.h"
 #include "rdmalab/units.h"
 #include "rdmalab/workloads/common.h"
 #include "rdmalab/workloads/tuning.h"
 #include "engine.h"
-#include "rdmalab/progress.h"
 
 namespace rdmalab::workloads {
 namespace {
