@@ -224,25 +224,34 @@ TEST_F(SimgridModel, FlowsAcrossATwoToOneSpineGetHalfTheBandwidth) {
   }
 }
 
+// A 16-node fat tree a planner types (fabric.nodes alone: 4 leaves of 4, non-blocking), and the
+// four ranks of leaf 0 each writing kSize to rank r + 4 (leaf 1), or with `ring` to rank r + 1
+// of their own four; the ranks' seconds, 0 to 3.
+const char* kTree16 =
+    "backend: simgrid\n"
+    "fabric:\n"
+    "  topology: fat_tree\n"
+    "  nodes: 16\n"
+    "  model: alpha_beta\n"
+    "  link: { bandwidth: 100Gbps, latency: 1us }\n";
+
+std::vector<double> leaf0_writes(const Scenario& sc, std::size_t size, bool ring = false) {
+  auto t = run_pattern(sc, size, [&](RankEnv& env, auto& qps, CompletionQueue& cq, MemoryRegion& mr, const auto& peers) {
+    if (env.rank >= 4) return -1.0;
+    const int to = ring ? (env.rank + 1) % 4 : env.rank + 4;
+    return timed_write(env, *qps[static_cast<std::size_t>(to)], cq, mr, peers[static_cast<std::size_t>(to)].rb, size);
+  });
+  t.resize(4);
+  return t;
+}
+
 // A fat tree a planner types: from the node count alone (non-blocking: leaves of 4 nodes with 4
 // uplinks for 16 nodes), and with an oversubscription; flows across the spine get all of their
 // links at 1:1 and half at 2:1 — the same figures as the SimGrid form above.
 TEST_F(SimgridModel, FatTreeFromNodesAloneAndFromRadixAndOversubscription) {
   constexpr std::size_t kSize = 8 << 20;
-  const char* plain =
-      "backend: simgrid\n"
-      "fabric:\n"
-      "  topology: fat_tree\n"
-      "  nodes: 16\n"
-      "  model: alpha_beta\n"
-      "  link: { bandwidth: 100Gbps, latency: 1us }\n";
-  auto across = [&](const Scenario& sc) {
-    return run_pattern(sc, kSize, [&](RankEnv& env, auto& qps, CompletionQueue& cq, MemoryRegion& mr, const auto& peers) {
-      if (env.rank >= 4) return -1.0;
-      const int to = env.rank + 4;  // leaf 0 to leaf 1, every flow over the spine
-      return timed_write(env, *qps[static_cast<std::size_t>(to)], cq, mr, peers[static_cast<std::size_t>(to)].rb, kSize);
-    });
-  };
+  const char* plain = kTree16;
+  auto across = [&](const Scenario& sc) { return leaf0_writes(sc, kSize); };
   const Scenario one_to_one = scenario(plain);
   auto shape = sim::fat_tree_shape(one_to_one);
   ASSERT_TRUE(shape.is_ok()) << shape.status().message();
@@ -282,21 +291,8 @@ TEST_F(SimgridModel, FatTreeFromNodesAloneAndFromRadixAndOversubscription) {
 // now crosses the spine.
 TEST_F(SimgridModel, RankPlacementMovesTheJobOverTheTree) {
   constexpr std::size_t kSize = 8 << 20;
-  const char* tree =
-      "backend: simgrid\n"
-      "fabric:\n"
-      "  topology: fat_tree\n"
-      "  nodes: 16\n"
-      "  model: alpha_beta\n"
-      "  link: { bandwidth: 100Gbps, latency: 1us }\n"
-      "  fat_tree: { radix: 6, oversubscription: '2:1' }\n";
-  auto pattern = [&](const Scenario& sc, int step) {
-    return run_pattern(sc, kSize, [&](RankEnv& env, auto& qps, CompletionQueue& cq, MemoryRegion& mr, const auto& peers) {
-      if (env.rank >= 4) return -1.0;
-      const int to = step == 4 ? env.rank + 4 : (env.rank + 1) % 4;
-      return timed_write(env, *qps[static_cast<std::size_t>(to)], cq, mr, peers[static_cast<std::size_t>(to)].rb, kSize);
-    });
-  };
+  const std::string tree = std::string(kTree16) + "  fat_tree: { radix: 6, oversubscription: '2:1' }\n";
+  auto pattern = [&](const Scenario& sc, int step) { return leaf0_writes(sc, kSize, step == 1); };
   // Spread over 4 leaves of 4: job node j on leaf j mod 4, so ranks r and r + 4 share a leaf.
   const Scenario spread = scenario(tree, {"fabric.placement.policy=spread"});
   const Scenario listed = scenario(tree, {"fabric.placement.policy=list", "fabric.placement.nodes=[0,4,8,12,1,5,9,13,2,6,10,14,3,7,11,15]"});
@@ -330,7 +326,7 @@ TEST_F(SimgridModel, RankPlacementMovesTheJobOverTheTree) {
   EXPECT_EQ(*sim::node_placement(shuffled), *placement);
   EXPECT_NE(*sim::node_placement(scenario(tree, {"fabric.placement.policy=random", "fabric.placement.seed=8"})), *placement);
   // What cannot be placed is refused with the key and the reason.
-  auto check = [&](const char* yaml, std::vector<std::string> sets) { return check_run(scenario(yaml, std::move(sets)), **backend).message(); };
+  auto check = [&](const std::string& yaml, std::vector<std::string> sets) { return check_run(scenario(yaml, std::move(sets)), **backend).message(); };
   EXPECT_NE(check(kStar, {"fabric.nodes=4", "fabric.placement.policy=spread"}).find("a star has none: use random or list"), std::string::npos);
   EXPECT_NE(check(tree, {"fabric.placement.policy=list"}).find("list needs fabric.placement.nodes"), std::string::npos);
   EXPECT_NE(check(tree, {"fabric.placement.policy=list", "fabric.placement.nodes=[0,1]"}).find("gives 2 nodes for a job of 16"), std::string::npos);
@@ -347,20 +343,9 @@ TEST_F(SimgridModel, RankPlacementMovesTheJobOverTheTree) {
 // before it went at the full rate.
 TEST_F(SimgridModel, DegradedLinksSlowWhatCrossesThem) {
   constexpr std::size_t kSize = 8 << 20;
-  const char* tree =
-      "backend: simgrid\n"
-      "fabric:\n"
-      "  topology: fat_tree\n"
-      "  nodes: 16\n"
-      "  model: alpha_beta\n"
-      "  link: { bandwidth: 100Gbps, latency: 1us }\n";
+  const char* tree = kTree16;
   auto across = [&](const Scenario& sc) {
-    auto t = run_pattern(sc, kSize, [&](RankEnv& env, auto& qps, CompletionQueue& cq, MemoryRegion& mr, const auto& peers) {
-      if (env.rank >= 4) return -1.0;
-      const int to = env.rank + 4;
-      return timed_write(env, *qps[static_cast<std::size_t>(to)], cq, mr, peers[static_cast<std::size_t>(to)].rb, kSize);
-    });
-    t.resize(4);
+    auto t = leaf0_writes(sc, kSize);
     std::sort(t.begin(), t.end());
     return t;
   };
