@@ -13,7 +13,6 @@
 #include <QtCharts/QChart>
 #include <QtCharts/QChartView>
 #include <QtCharts/QLineSeries>
-#include <QtCharts/QLogValueAxis>
 #include <QtCharts/QValueAxis>
 #include <algorithm>
 #include <cmath>
@@ -49,6 +48,7 @@ struct ThroughputChart::Impl {
   QLineSeries* cursor = nullptr;
   std::vector<QLineSeries*> extra;
   std::vector<int> ranks, links;
+  double xf = 1, yf = 1;  // the axes' units: microseconds and Gb/s times these (refresh picks them)
 
   // A line series on this chart's time and throughput axes.
   QLineSeries* add_series(const QString& name) {
@@ -89,7 +89,7 @@ ThroughputChart::ThroughputChart(RunData* run_data, QWidget* parent) : QWidget(p
       d_->cursor->clear();
       return;
     }
-    const double t = s[static_cast<std::size_t>(c)].t * 1e6;
+    const double t = s[static_cast<std::size_t>(c)].t * 1e6 * d_->xf;
     d_->cursor->replace(QList<QPointF>{{t, d_->y->min()}, {t, d_->y->max()}});
   });
 }
@@ -127,50 +127,58 @@ void ThroughputChart::refresh() {
     }
     return pts;
   };
-  double ymax = 1;
-  auto track = [&](const QList<QPointF>& pts) {
-    for (const auto& p : pts) ymax = std::max(ymax, p.y());
-  };
+  // Every series in us and Gb/s first; then the axes take readable units (ms or s, Tb/s or
+  // Mb/s: rdmalab/sweep_plot.h's readable_scale) and the points are scaled to them.
+  std::vector<std::pair<QString, QList<QPointF>>> extra;
   QList<QPointF> agg = series_of([&](std::size_t i) { return d_->data->aggregateTx(static_cast<int>(i)) * 8 / 1e9; });
-  track(agg);
-  d_->aggregate->replace(agg);
   const double t0 = n ? rec.samples.front().t * 1e6 : 0, t1 = n ? rec.samples.back().t * 1e6 : 1;
   const double rate = d_->data->lineRate() * 8 / 1e9;
-  if (rate > 0) {
-    d_->line_rate->replace(QList<QPointF>{{t0, rate}, {t1, rate}});
-    ymax = std::max(ymax, rate);
-  } else {
-    d_->line_rate->clear();
-  }
-  auto add = [&](const QString& name, QList<QPointF> pts) {
-    QLineSeries* s = d_->add_series(name);
-    s->replace(pts);
-    d_->extra.push_back(s);
-    track(pts);
-  };
   for (int r : d_->ranks) {
     if (r < 0 || r >= rec.ranks) continue;
-    add(tr("rank %1").arg(r), series_of([&](std::size_t i) {
-          const auto& tx = rec.samples[i].rank_tx_Bps;
-          return static_cast<std::size_t>(r) < tx.size() ? tx[static_cast<std::size_t>(r)] * 8 / 1e9 : 0.0;
-        }));
+    extra.emplace_back(tr("rank %1").arg(r), series_of([&](std::size_t i) {
+                         const auto& tx = rec.samples[i].rank_tx_Bps;
+                         return static_cast<std::size_t>(r) < tx.size() ? tx[static_cast<std::size_t>(r)] * 8 / 1e9 : 0.0;
+                       }));
   }
   for (int l : d_->links) {
     if (l < 0 || l >= static_cast<int>(rec.topology.links.size())) continue;
     const double bw = rec.topology.links[static_cast<std::size_t>(l)].bandwidth_Bps * 8 / 1e9;
-    add(QString::fromStdString(rec.topology.links[static_cast<std::size_t>(l)].name), series_of([&](std::size_t i) {
-          for (auto [k, u] : rec.samples[i].link_util)
-            if (k == l) return u * bw;
-          return 0.0;
-        }));
+    extra.emplace_back(QString::fromStdString(rec.topology.links[static_cast<std::size_t>(l)].name), series_of([&](std::size_t i) {
+                         for (auto [k, u] : rec.samples[i].link_util)
+                           if (k == l) return u * bw;
+                         return 0.0;
+                       }));
   }
-  d_->x->setRange(t0, std::max(t1, t0 + 1e-3));
-  d_->y->setRange(0, ymax * 1.1);
+  double ymax = std::max(rate, 1e-9);
+  for (const auto& p : agg) ymax = std::max(ymax, p.y());
+  for (const auto& [name, pts] : extra)
+    for (const auto& p : pts) ymax = std::max(ymax, p.y());
+  const Scale ys = readable_scale(ymax, "Gb/s"), xs = readable_scale(std::max(std::abs(t0), std::abs(t1)), "us");
+  d_->xf = xs.factor;
+  d_->yf = ys.factor;
+  d_->x->setTitleText(tr("time [%1]").arg(QString::fromStdString(xs.unit)));
+  d_->y->setTitleText(QString::fromStdString(ys.unit));
+  auto scaled = [&](QList<QPointF> pts) {
+    for (auto& p : pts) p = {p.x() * xs.factor, p.y() * ys.factor};
+    return pts;
+  };
+  d_->aggregate->replace(scaled(agg));
+  if (rate > 0)
+    d_->line_rate->replace(scaled(QList<QPointF>{{t0, rate}, {t1, rate}}));
+  else
+    d_->line_rate->clear();
+  for (auto& [name, pts] : extra) {
+    QLineSeries* s = d_->add_series(name);
+    s->replace(scaled(pts));
+    d_->extra.push_back(s);
+  }
+  d_->x->setRange(t0 * xs.factor, std::max(t1, t0 + 1e-3) * xs.factor);
+  d_->y->setRange(0, ymax * 1.1 * ys.factor);
   d_->x->applyNiceNumbers();
   d_->y->applyNiceNumbers();
   const int c = d_->data->cursor();
   if (c >= 0 && c < static_cast<int>(n)) {
-    const double t = rec.samples[static_cast<std::size_t>(c)].t * 1e6;
+    const double t = rec.samples[static_cast<std::size_t>(c)].t * 1e6 * xs.factor;
     d_->cursor->replace(QList<QPointF>{{t, 0}, {t, d_->y->max()}});
   } else {
     d_->cursor->clear();
@@ -179,6 +187,13 @@ void ThroughputChart::refresh() {
 
 int ThroughputChart::seriesCount() const { return static_cast<int>(d_->chart->series().size()); }
 int ThroughputChart::aggregatePoints() const { return static_cast<int>(d_->aggregate->count()); }
+QString ThroughputChart::xTitle() const { return d_->x->titleText(); }
+QString ThroughputChart::yTitle() const { return d_->y->titleText(); }
+double ThroughputChart::aggregateMax() const {
+  double m = 0;
+  for (const auto& p : d_->aggregate->points()) m = std::max(m, p.y());
+  return m;
+}
 
 // ---------------------------------------------------------------------------------------------
 struct ResultChart::Impl {
@@ -231,17 +246,17 @@ void ResultChart::setRows(const std::vector<ResultRow>& rows) {
     }
   } else if (kind == "collective" || kind == "bandwidth") {
     chart->setTitle(kind == "collective" ? tr("busbw per size") : tr("Bandwidth per size"));
-    auto* x = new QLogValueAxis();
-    x->setBase(2);
-    x->setLabelFormat("%.0f");
-    x->setLabelsAngle(-90);
-    x->setTitleText(tr("bytes"));
+    // Sizes on a log2 axis labelled 1 KiB, 1 MiB … (as a sweep's plots label them).
+    auto* x = new QCategoryAxis();
+    x->setLabelsPosition(QCategoryAxis::AxisLabelsPositionOnValue);
+    x->setLabelsAngle(-45);
+    x->setTitleText(tr("message size (bytes)"));
     auto* y = new QValueAxis();
     y->setTitleText(kind == "collective" ? tr("busbw [GB/s]") : tr("BW average [Gb/s]"));
     chart->addAxis(x, Qt::AlignBottom);
     chart->addAxis(y, Qt::AlignLeft);
     std::map<QString, QLineSeries*> by_name;
-    double ymax = 1, xmin = 1e30, xmax = 1;
+    double ymax = 1, xmin = 1e30, xmax = -1e30;
     for (const auto& r : rows) {
       if (result_kind(r) != kind || r.bytes == 0) continue;
       QString name = QString::fromStdString(r.workload);
@@ -260,12 +275,17 @@ void ResultChart::setRows(const std::vector<ResultRow>& rows) {
         s->attachAxis(x);
         s->attachAxis(y);
       }
-      s->append(static_cast<double>(r.bytes), v);
+      const double lb = std::log2(static_cast<double>(r.bytes));
+      s->append(lb, v);
       ymax = std::max(ymax, v);
-      xmin = std::min(xmin, static_cast<double>(r.bytes));
-      xmax = std::max(xmax, static_cast<double>(r.bytes));
+      xmin = std::min(xmin, lb);
+      xmax = std::max(xmax, lb);
     }
-    x->setRange(xmin / 2, xmax * 2);
+    if (xmin > xmax) xmin = xmax = 0;
+    const int lo = static_cast<int>(std::floor(xmin)), hi = static_cast<int>(std::ceil(xmax));
+    const int step = std::max(1, (hi - lo + 11) / 12);  // at most about 12 labels
+    for (int e = lo; e <= hi; e += step) x->append(QString::fromStdString(size_tick_label(e)), e);
+    x->setRange(lo - 0.5, hi + 0.5);
     y->setRange(0, ymax * 1.15);
   } else {
     chart->setTitle(rows.empty() ? tr("No results yet") : tr("Training step: see the table"));

@@ -28,6 +28,11 @@ class ThroughputChart : public QWidget {
   // For tests: the number of series and points of the aggregate.
   int seriesCount() const;
   int aggregatePoints() const;
+  // The axes' titles (their units follow the data: us, ms or s; Mb/s, Gb/s or Tb/s) and the
+  // aggregate's largest value in the y axis's unit.
+  QString xTitle() const;
+  QString yTitle() const;
+  double aggregateMax() const;
 
  private:
   struct Impl;

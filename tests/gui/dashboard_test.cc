@@ -106,6 +106,12 @@ class DashboardTest : public QObject {
     for (double p : w.data()->linkPeak()) peak = std::max(peak, p);
     QVERIFY(peak <= 1.0 + 1e-9);
     QVERIFY(w.throughputChart()->aggregatePoints() > 50);
+    // Readable units: the aggregate's peak between 1 and 1000 of the y axis's unit; time in the unit that fits.
+    const QString unit = w.throughputChart()->yTitle();
+    QVERIFY2(unit == "Mb/s" || unit == "Gb/s" || unit == "Tb/s", qPrintable(unit));
+    QVERIFY2(w.throughputChart()->aggregateMax() >= 1 && w.throughputChart()->aggregateMax() < 1000,
+             qPrintable(QString("%1 %2").arg(w.throughputChart()->aggregateMax()).arg(unit)));
+    QVERIFY2(w.throughputChart()->xTitle().startsWith("time ["), qPrintable(w.throughputChart()->xTitle()));
     QCOMPARE(w.resultChart()->title(), QString("Bandwidth per size"));
     // Selecting a host highlights its links and adds its rank to the chart.
     const int before = w.throughputChart()->seriesCount();
