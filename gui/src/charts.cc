@@ -12,6 +12,7 @@
 #include <QtCharts/QBarSet>
 #include <QtCharts/QChart>
 #include <QtCharts/QChartView>
+#include <QtCharts/QLegendMarker>
 #include <QtCharts/QLineSeries>
 #include <QtCharts/QValueAxis>
 #include <algorithm>
@@ -287,6 +288,63 @@ void ResultChart::setRows(const std::vector<ResultRow>& rows) {
     for (int e = lo; e <= hi; e += step) x->append(QString::fromStdString(size_tick_label(e)), e);
     x->setRange(lo - 0.5, hi + 0.5);
     y->setRange(0, ymax * 1.15);
+  } else if (kind == "training" && rows.front().notes.count("timeline")) {
+    // The step as a timeline (rank 0's last timed step): compute phases, each bucket's
+    // all-reduce from its launch to its end, and the part of the step nothing hides.
+    const ResultRow& r = rows.front();
+    struct Ph {
+      QString name;
+      double start, end;
+    };
+    std::vector<Ph> phases;
+    for (const QString& part : QString::fromStdString(r.notes.at("timeline")).split(';', Qt::SkipEmptyParts)) {
+      const QStringList w = part.split(' ', Qt::SkipEmptyParts);
+      if (w.size() < 3) continue;
+      phases.push_back({w.mid(0, w.size() - 2).join(' '), w[w.size() - 2].toDouble(), w.back().toDouble()});
+    }
+    int buckets = 0;
+    for (const auto& ph : phases) buckets += ph.name.startsWith("bucket") ? 1 : 0;
+    const double exposed = r.extra.count("exposed_ms") ? r.extra.at("exposed_ms") : 0;
+    chart->setTitle(tr("Training step, rank 0's last: %1 ms, %2 ms of it exposed communication")
+                        .arg(phases.empty() ? 0.0 : phases.back().end, 0, 'f', 3)
+                        .arg(exposed, 0, 'f', 3));
+    auto* x = new QValueAxis();
+    x->setTitleText(tr("time in the step [ms]"));
+    auto* y = new QCategoryAxis();
+    y->setLabelsPosition(QCategoryAxis::AxisLabelsPositionOnValue);
+    y->append(tr("compute"), 0);
+    for (int b = 0; b < buckets; ++b) y->append(tr("bucket %1").arg(b), b + 1);
+    y->append(tr("exposed"), buckets + 1);
+    y->setRange(-0.7, buckets + 1.7);
+    y->setReverse(true);
+    chart->addAxis(x, Qt::AlignBottom);
+    chart->addAxis(y, Qt::AlignLeft);
+    const int thick = std::max(3, std::min(18, 300 / (buckets + 2)));
+    std::map<QString, bool> shown;
+    double tmax = 0;
+    for (const auto& ph : phases) {
+      const QString kind_name = ph.name.startsWith("bucket") ? tr("gradient all-reduce") : ph.name;
+      const double lane = ph.name.startsWith("bucket") ? ph.name.mid(7).toDouble() + 1 : ph.name == "exposed" ? buckets + 1 : 0;
+      const QColor colour = ph.name == "forward"    ? QColor(40, 110, 210)
+                            : ph.name == "backward" ? QColor(60, 160, 80)
+                            : ph.name == "exposed"  ? QColor(210, 50, 50)
+                                                    : QColor(230, 140, 30);
+      auto* s = new QLineSeries();
+      s->setName(kind_name);
+      s->setPen(QPen(colour, thick, Qt::SolidLine, Qt::FlatCap));
+      s->append(ph.start, lane);
+      s->append(ph.end, lane);
+      chart->addSeries(s);
+      s->attachAxis(x);
+      s->attachAxis(y);
+      // One legend entry per kind of phase.
+      if (shown[kind_name])
+        for (auto* m : chart->legend()->markers(s)) m->setVisible(false);
+      shown[kind_name] = true;
+      tmax = std::max(tmax, ph.end);
+    }
+    x->setRange(0, tmax > 0 ? tmax * 1.02 : 1);
+    x->applyNiceNumbers();
   } else {
     chart->setTitle(rows.empty() ? tr("No results yet") : tr("Training step: see the table"));
   }

@@ -240,6 +240,23 @@ class DashboardTest : public QObject {
     QVERIFY(!p->running());
   }
 
+  // A training step as a timeline: compute, each bucket's all-reduce, the exposed tail.
+  void trainingStepIsATimeline() {
+    auto sc = load_scenario((kSource + "/scenarios/write-bw-64k.yaml").toStdString(),
+                            {"workload.type=train_dp", "fabric.nodes=4", "training.model=custom",
+                             "training.layers=[1000000,1000000,1000000,1000000,1000000,1000000]", "training.batch=100",
+                             "training.gpu_flops=1e12", "training.bucket=4MB", "workload.iterations=2"},
+                            full_schema(all_backends()));
+    QVERIFY2(sc, sc.status().message().c_str());
+    auto backend = all_backends().make("simgrid");
+    RunOutcome out = run_scenario(*sc, **backend, RunOptions{});
+    QVERIFY2(out.status, out.status.message().c_str());
+    ResultChart chart;
+    chart.setRows(out.rows);
+    QVERIFY2(chart.title().startsWith("Training step, rank 0's last: "), qPrintable(chart.title()));
+    QCOMPARE(chart.seriesCount(), 2 + 6 + 1);  // forward, backward, 6 buckets, exposed
+  }
+
   // A sweep's table in the Sweep tab: the plots rdmalab-plot draws, chosen from a list, and the
   // table of every point; a file that is not a sweep is refused saying why.
   void sweepTabShowsThePlotsAndTheTable() {

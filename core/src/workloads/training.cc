@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
 
 #include "engine.h"
@@ -215,15 +216,28 @@ Plan group_plan(Collective coll, Algorithm algo, const std::vector<int>& members
 
 // Adds the seconds a compute phase takes, progressing the engine between slices while anything
 // is in flight, so communication overlaps compute.
-Status compute_overlapped(RankEnv& env, CollectiveEngine& eng, const Params& p, double seconds) {
+Status compute_overlapped(RankEnv& env, CollectiveEngine& eng, const Params& p, double seconds, const std::function<void()>& after_slice = {}) {
   while (seconds > 0) {
     if (eng.idle()) return env.rt.compute(seconds);
     const double s = std::min(seconds, p.slice);
     RDMALAB_TRY(env.rt.compute(s));
     seconds -= s;
     RDMALAB_TRY(eng.progress(false));
+    if (after_slice) after_slice();
   }
   return Status::ok();
+}
+
+// A step's timeline (rank 0's last timed step, for the dashboard): "name start end" in ms from
+// the step's start, ';' between phases. Names: forward, backward, bucket <i>, exposed.
+struct Phase {
+  std::string name;
+  double start = 0, end = 0;
+};
+std::string timeline_text(const std::vector<Phase>& phases) {
+  std::string out;
+  for (const auto& ph : phases) out += fmt::format("{}{} {:.6f} {:.6f}", out.empty() ? "" : ";", ph.name, ph.start * 1e3, ph.end * 1e3);
+  return out;
 }
 
 // What a row says of the compute: where it comes from, and the model FLOP/s each GPU reaches
@@ -328,6 +342,7 @@ Status run_dp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
   };
   std::vector<Step> timed;
   std::uint64_t wrong = 0;
+  std::string last_timeline;
   for (std::uint64_t it = 0; it < p.warmup + p.steps; ++it) {
     const bool last = it + 1 == p.warmup + p.steps;
     if (last) RDMALAB_TRY(load_grads());
@@ -355,23 +370,48 @@ Status run_dp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
       compute += t;
       RDMALAB_TRY(layer_comm());
     }
-    // Backward, launching each bucket's all-reduce when its last layer is done.
+    // Backward, launching each bucket's all-reduce when its last layer is done. Each bucket's end
+    // is seen after a compute slice (training.progress_interval) or in the final wait.
+    const double fwd_end = env.rt.now();
     std::size_t next_bucket = 0;
     double first_launch = -1;
+    std::vector<std::pair<int, std::size_t>> open;  // (engine id, phase index)
+    std::vector<Phase> phases{{"forward", 0, fwd_end - t0}};
+    auto note_done = [&] {
+      for (auto o = open.begin(); o != open.end();) {
+        if (!eng.done(o->first)) {
+          ++o;
+          continue;
+        }
+        phases[o->second].end = env.rt.now() - t0;
+        o = open.erase(o);
+      }
+    };
     for (std::size_t k = p.layers.size(); k-- > 0;) {
       const double t = 2 * fwd_time(p, p.layers[k], static_cast<double>(p.batch)) / tp;
-      RDMALAB_TRY(compute_overlapped(env, eng, p, t));
+      RDMALAB_TRY(compute_overlapped(env, eng, p, t, note_done));
       compute += t;
       RDMALAB_TRY(layer_comm());
       while (next_bucket < buckets.size() && buckets[next_bucket].last_layer == k) {
         if (first_launch < 0) first_launch = env.rt.now();
-        RDMALAB_TRY(eng.begin(buckets[next_bucket].plan).status());
+        RDMALAB_ASSIGN(const int id, eng.begin(buckets[next_bucket].plan));
+        phases.push_back({fmt::format("bucket {}", next_bucket), env.rt.now() - t0, -1});
+        open.emplace_back(id, phases.size() - 1);
         ++next_bucket;
       }
     }
+    const double bwd_end = env.rt.now();
+    phases.insert(phases.begin() + 1, Phase{"backward", fwd_end - t0, bwd_end - t0});
+    for (auto& o : open) ++o.second;  // shifted by the backward phase
     // Whatever is left of the gradient all-reduces is exposed.
+    for (const auto& [id, ph] : open) {
+      RDMALAB_TRY(eng.wait(id));
+      phases[ph].end = env.rt.now() - t0;
+    }
     RDMALAB_TRY(eng.wait_all());
     const double t1 = env.rt.now();
+    if (t1 > bwd_end) phases.push_back({"exposed", bwd_end - t0, t1 - t0});
+    if (it + 1 == p.warmup + p.steps) last_timeline = timeline_text(phases);
     if (first_launch >= 0) comm += t1 - first_launch;
     if (it >= p.warmup) timed.push_back({t1 - t0, compute, comm});
     if (last && p.verify) {
@@ -424,6 +464,7 @@ Status run_dp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
   row.notes["model"] = p.model;
   row.notes["parallelism"] = fmt::format("dp {} x tp {}{}", dp, tp, p.moe_bytes ? " + moe" : "");
   add_straggler_note(row, sc);
+  row.notes["timeline"] = last_timeline;
   // The largest bucket's all-reduce, as NCCL's tuning picks it for that size (the others may differ).
   const auto largest = std::max_element(buckets.begin(), buckets.end(), [](const Bucket& a, const Bucket& b) { return a.bytes < b.bytes; });
   if (largest != buckets.end()) row.notes["gradient_all_reduce"] = fmt::format("{} ({})", largest->how, units::format_size(largest->bytes));

@@ -1,6 +1,7 @@
 // Training-step workloads: presets add up to their published sizes, compute follows the FLOP
 // model exactly on SimGrid, communication overlaps the backward pass, the 1F1B bubble matches
 // (S-1)/(m+S-1), gradients and activations arrive exact, and bad parameters are refused.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "backends.h"
@@ -61,6 +62,13 @@ TEST(TrainDp, ExactGradientsComputeFromFlopsAndOverlap) {
   // Communication overlapped the backward pass: less is exposed than was communicated.
   EXPECT_GT(r.extra.at("comm_ms"), 0);
   EXPECT_LT(r.extra.at("exposed_ms"), 0.6 * r.extra.at("comm_ms")) << "comm " << r.extra.at("comm_ms") << " exposed " << r.extra.at("exposed_ms");
+  // The step's timeline (rank 0's last step, for the dashboard): forward 0-1.2 ms, backward
+  // 1.2-3.6 ms, each bucket launched as its layer's backward ends (every 0.4 ms from 1.6 ms),
+  // and the exposed tail after the backward pass.
+  const std::string& tl = r.notes.at("timeline");
+  EXPECT_EQ(tl.rfind("forward 0.000000 1.200000;backward 1.200000 3.600000;bucket 0 1.600000 ", 0), 0u) << tl;
+  for (int b = 0; b < 6; ++b) EXPECT_NE(tl.find(fmt::format("bucket {} {:.6f} ", b, 1.6 + 0.4 * b)), std::string::npos) << b << ": " << tl;
+  EXPECT_NE(tl.find(";exposed 3.600000 "), std::string::npos) << tl;
 }
 
 // A straggler: rank 2 computes 1.5x slower. The job's compute is its (3.6 ms -> 5.4 ms), and the
