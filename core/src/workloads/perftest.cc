@@ -12,6 +12,7 @@
 #include <deque>
 
 #include "rdmalab/metrics.h"
+#include "rdmalab/progress.h"
 #include "rdmalab/units.h"
 #include "rdmalab/workloads/common.h"
 
@@ -367,6 +368,7 @@ Status bw_phase(Pair& c, std::uint64_t size, std::uint64_t count, bool timed, Si
           std::size_t bad = 0;
           Status st = c.qps[q]->post_send(std::span<const SendWr>(wrs.data(), n), &bad);
           if (!st) return st.with_context(fmt::format("rank {}: post_send on QP {}", env.rank, q));
+          if (env.rank == 0) work_meter().sent(n * size);
           posted[q] += n;
           total_posted += n;
         }
@@ -470,9 +472,18 @@ ResultRow base_row(const RankEnv& env, const char* name, std::uint64_t size) {
   return row;
 }
 
+// The progress line's 100 % (progress.h): the bytes rank 0 will post, every size's warm-up and
+// timed messages (not known ahead for a run of a given duration).
+void plan_work(RankEnv& env, const Params& p, std::uint64_t messages_per_size) {
+  if (env.rank != 0 || p.use_duration) return;
+  work_meter().reset();
+  for (std::uint64_t size : p.sizes) work_meter().plan(size * messages_per_size);
+}
+
 Status run_bw(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows, Op op, const char* name) {
   Pair c(env, read_params(sc, op), op);
   RDMALAB_TRY(setup(c));
+  plan_work(env, c.p, (c.p.warmup + c.p.iterations) * static_cast<std::uint64_t>(c.p.qps));
   for (std::uint64_t size : c.p.sizes) {
     RDMALAB_TRY(begin_size(c, size, size == c.p.sizes.front()));
     SideReport rep;
@@ -521,6 +532,7 @@ Status run_lat(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows, O
   p.qps = 1;
   Pair c(env, p, op);
   RDMALAB_TRY(setup(c));
+  plan_work(env, c.p, c.p.warmup + c.p.iterations);
   std::array<Completion, kWcBatch> wcs;
   const double latency_divisor = (op == Op::write || op == Op::send) ? 2.0 : 1.0;  // perftest: half RTT for ping-pong
 
@@ -607,6 +619,7 @@ Status run_lat(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows, O
       // timed loop handles one completion per round trip, not two.
       wr.signaled = (i + 1) % c.p.cq_mod == 0 || i + 1 == total;
       RDMALAB_TRY(qp.post_send(std::span<const SendWr>(&wr, 1)));
+      if (env.rank == 0) work_meter().sent(size);
       outstanding_sends = ++sends_posted - sends_retired;
       RDMALAB_TRY(settle_receives());
       // Keep the send queue from filling: block only when it is nearly full.
@@ -667,6 +680,7 @@ Status run_lat(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows, O
         wr.wr_id = i;
         const double t0 = env.rt.now();
         RDMALAB_TRY(qp.post_send(std::span<const SendWr>(&wr, 1)));
+        if (env.rank == 0) work_meter().sent(size);
         RDMALAB_TRY(wait_ok(env, *c.cq, std::span<Completion>(wcs.data(), 1), c.p.timeout, "waiting for a read/atomic").status());
         const double t1 = env.rt.now();
         if (i >= c.p.warmup) samples.push_back((t1 - t0) * 1e6);
