@@ -376,7 +376,7 @@ Status run_dp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
     std::size_t next_bucket = 0;
     double first_launch = -1;
     std::vector<std::pair<int, std::size_t>> open;  // (engine id, phase index)
-    std::vector<Phase> phases{{"forward", 0, fwd_end - t0}};
+    std::vector<Phase> phases{{"forward", 0, fwd_end - t0}, {"backward", fwd_end - t0, -1}};  // the backward's end: below
     auto note_done = [&] {
       for (auto o = open.begin(); o != open.end();) {
         if (!eng.done(o->first)) {
@@ -401,8 +401,7 @@ Status run_dp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
       }
     }
     const double bwd_end = env.rt.now();
-    phases.insert(phases.begin() + 1, Phase{"backward", fwd_end - t0, bwd_end - t0});
-    for (auto& o : open) ++o.second;  // shifted by the backward phase
+    phases[1].end = bwd_end - t0;
     // Whatever is left of the gradient all-reduces is exposed.
     for (const auto& [id, ph] : open) {
       RDMALAB_TRY(eng.wait(id));
