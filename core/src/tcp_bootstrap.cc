@@ -15,15 +15,13 @@
 #include <cstring>
 #include <thread>
 
+#include "rendezvous_wire.h"
+
 namespace rdmalab {
 namespace {
 
-constexpr std::uint32_t kMagic = 0x52444D4C;  // "RDML"
-constexpr std::uint16_t kVersion = 1;
-constexpr std::uint32_t kMaxLen = 256u << 20;
-constexpr std::uint32_t kMaxToken = 1024;     // bytes of run token a hello may carry
-constexpr std::size_t kMaxPending = 64;       // connections waiting to say hello at once
-enum MsgType : std::uint16_t { kHello = 1, kWelcome = 2, kData = 3, kAbort = 4, kBye = 5 };
+using namespace rendezvous;
+constexpr std::size_t kMaxPending = 64;  // connections waiting to say hello at once
 
 using Clock = std::chrono::steady_clock;
 Clock::time_point deadline_in(double s) {
@@ -51,30 +49,9 @@ Status io_all(int fd, void* buf, std::size_t n, Clock::time_point deadline, bool
   return Status::ok();
 }
 
-constexpr std::size_t kHeaderBytes = 12;  // magic (4), version (2), type (2), body length (4), network order
-
-struct Header {
-  std::uint32_t magic, len;
-  std::uint16_t version, type;
-};
-
-Header decode_header(const unsigned char* h) {
-  Header x{};
-  std::memcpy(&x.magic, h, 4);
-  std::memcpy(&x.version, h + 4, 2);
-  std::memcpy(&x.type, h + 6, 2);
-  std::memcpy(&x.len, h + 8, 4);
-  return Header{ntohl(x.magic), ntohl(x.len), ntohs(x.version), ntohs(x.type)};
-}
-
 Status send_msg(int fd, std::uint16_t type, std::span<const std::byte> body, Clock::time_point deadline, const std::string& who) {
   unsigned char h[kHeaderBytes];
-  std::uint32_t m = htonl(kMagic), l = htonl(static_cast<std::uint32_t>(body.size()));
-  std::uint16_t v = htons(kVersion), t = htons(type);
-  std::memcpy(h, &m, 4);
-  std::memcpy(h + 4, &v, 2);
-  std::memcpy(h + 6, &t, 2);
-  std::memcpy(h + 8, &l, 4);
+  encode_header(h, type, static_cast<std::uint32_t>(body.size()));
   RDMALAB_TRY(io_all(fd, h, sizeof h, deadline, false, who));
   if (!body.empty()) RDMALAB_TRY(io_all(fd, const_cast<std::byte*>(body.data()), body.size(), deadline, false, who));
   return Status::ok();
@@ -85,28 +62,17 @@ Result<std::pair<std::uint16_t, std::vector<std::byte>>> recv_msg(int fd, Clock:
   unsigned char h[kHeaderBytes];
   RDMALAB_TRY(io_all(fd, h, sizeof h, deadline, true, who));
   const Header hd = decode_header(h);
-  const std::uint32_t m = hd.magic, l = hd.len;
-  const std::uint16_t v = hd.version, t = hd.type;
-  if (m != kMagic) return Status(Errc::bootstrap, fmt::format("bootstrap: {} sent a message that is not rdmalab's (bad magic)", who));
-  if (v != kVersion)
-    return Status(Errc::bootstrap, fmt::format("bootstrap: {} speaks protocol version {}, this rdmalab speaks {}", who, v, kVersion));
-  if (t < kHello || t > kBye) return Status(Errc::bootstrap, fmt::format("bootstrap: {} sent an unknown message type {}", who, t));
-  if (l > kMaxLen) return Status(Errc::bootstrap, fmt::format("bootstrap: {} announced a {}-byte message (limit {})", who, l, kMaxLen));
+  RDMALAB_TRY(check_header(hd, who));
+  const std::uint32_t l = hd.len;
   std::vector<std::byte> body(l);
   if (l) RDMALAB_TRY(io_all(fd, body.data(), l, deadline, true, who));
-  return std::make_pair(t, std::move(body));
+  return std::make_pair(hd.type, std::move(body));
 }
 
-std::vector<std::byte> hello_body(int rank, int size, const std::string& token) {
-  std::vector<std::byte> b(8 + token.size());
-  std::uint32_t r = htonl(static_cast<std::uint32_t>(rank)), s = htonl(static_cast<std::uint32_t>(size));
-  std::memcpy(b.data(), &r, 4);
-  std::memcpy(b.data() + 4, &s, 4);
-  std::memcpy(b.data() + 8, token.data(), token.size());
-  return b;
+// A peer's text (an abort's reason), bounded and without raw control characters.
+std::string text_of(const std::vector<std::byte>& b) {
+  return printable(std::string_view(reinterpret_cast<const char*>(b.data()), b.size()));
 }
-
-std::string text_of(const std::vector<std::byte>& b) { return std::string(reinterpret_cast<const char*>(b.data()), b.size()); }
 
 Result<addrinfo*> resolve(const std::string& host, int port, bool passive) {
   addrinfo hints{};
@@ -251,44 +217,18 @@ Status TcpBootstrap::connect() {
           continue;
         }
         pc.buf.insert(pc.buf.end(), chunk, chunk + got);
-        if (pc.buf.size() < kHeaderBytes) continue;
-        const Header hd = decode_header(pc.buf.data());
-        const std::uint32_t m = hd.magic, l = hd.len;
-        const std::uint16_t v = hd.version, t = hd.type;
-        // A hello is two numbers and a token: its length is checked before anything is kept.
-        if (m != kMagic || v != kVersion || t != kHello || l < 8 || l > 8 + kMaxToken) {
-          drop(i, m != kMagic       ? std::string("not rdmalab's protocol")
-                  : v != kVersion   ? fmt::format("protocol version {} (this rdmalab speaks {})", v, kVersion)
-                  : t != kHello     ? std::string("its first message was not a hello")
-                                    : fmt::format("a hello of {} bytes (a hello holds 8 bytes and a token of at most {})", l, kMaxToken),
-               v != kVersion && m == kMagic);
-          continue;
-        }
-        if (pc.buf.size() < kHeaderBytes + l) continue;
-        std::uint32_t r, sz;
-        std::memcpy(&r, pc.buf.data() + kHeaderBytes, 4);
-        std::memcpy(&sz, pc.buf.data() + kHeaderBytes + 4, 4);
-        r = ntohl(r), sz = ntohl(sz);
-        const std::string token(reinterpret_cast<const char*>(pc.buf.data() + kHeaderBytes + 8), l - 8);
-        if (token != opt_.token) {
-          // The joiner learns why; the run keeps waiting for the ranks that have the token.
-          drop(i, "wrong run token (every rank needs the same --token or RDMALAB_TOKEN)", true);
-          continue;
-        }
-        if (pc.buf.size() > kHeaderBytes + l) {
-          drop(i, "sent more than its hello before the welcome", false);
-          continue;
-        }
-        const auto want = static_cast<std::uint32_t>(opt_.size);
-        if (sz != want || r == 0 || r >= want || peers_[r] >= 0) {
-          std::string why = sz != want ? fmt::format("rank {} says the run has {} ranks; rank 0 has {} (the same --size everywhere)", r, sz, want)
-                            : r == 0 || r >= want ? fmt::format("rank {} is not in 1..{} (--rank)", r, want - 1)
-                                                  : fmt::format("rank {} joined twice (two processes with the same --rank)", r);
-          drop(i, why, true);
+        std::vector<bool> in_run(peers_.size());
+        for (std::size_t r = 0; r < peers_.size(); ++r) in_run[r] = peers_[r] >= 0;
+        const HelloVerdict hv = check_hello(pc.buf, opt_.token, opt_.size, in_run);
+        if (hv.kind == HelloVerdict::need_more) continue;
+        if (hv.kind == HelloVerdict::drop) {
+          drop(i, hv.why, hv.tell);
+          if (!hv.fatal) continue;
           close_pending();
-          abort(why);
-          return Status(Errc::bootstrap, "bootstrap: " + why);
+          abort(hv.why);
+          return Status(Errc::bootstrap, "bootstrap: " + hv.why);
         }
+        const std::uint32_t r = hv.rank;
         peers_[r] = pc.fd;
         pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(i));
         ++joined;

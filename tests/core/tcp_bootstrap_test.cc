@@ -228,6 +228,31 @@ TEST(TcpBootstrap, ARankThatNeverJoinsIsNamedAfterTheTimeout) {
   one.join();
 }
 
+// A peer's abort reason reaches the others as text a terminal can show: escape sequences and
+// other control bytes written as \xNN, the length bounded (a hostile or broken peer cannot
+// clear the screen or flood the log).
+TEST(TcpBootstrap, APeersReasonIsShownWithoutControlCharacters) {
+  auto hub = TcpBootstrap::listen(opts(0, 2));
+  ASSERT_TRUE(hub.is_ok());
+  const int port = hub.value()->port();
+  std::thread peer([&] {
+    auto b = TcpBootstrap::listen(opts(1, 2, port));
+    ASSERT_TRUE(b.is_ok());
+    ASSERT_TRUE(b.value()->connect().is_ok());
+    b.value()->abort("\x1b[2J\x1b]0;owned\x07 and \xc2\x9b then " + std::string(4000, 'x'));
+  });
+  ASSERT_TRUE(hub.value()->connect().is_ok());
+  peer.join();
+  const Status st = hub.value()->barrier();
+  ASSERT_FALSE(st.is_ok());
+  const std::string& m = st.message();
+  for (const char c : m) EXPECT_FALSE(static_cast<unsigned char>(c) < 0x20 || c == 0x7f) << m;
+  EXPECT_NE(m.find("\\x1b[2J"), std::string::npos) << m;
+  EXPECT_NE(m.find("\\xc2\\x9b"), std::string::npos) << "a C1 control (CSI) in UTF-8 is escaped too: " << m;
+  EXPECT_NE(m.find("bytes in all"), std::string::npos) << m;
+  EXPECT_LT(m.size(), 1000u) << m;
+}
+
 TEST(TcpBootstrap, HostPortParsing) {
   EXPECT_TRUE(parse_host_port("10.0.0.1:18515").is_ok());
   EXPECT_EQ(parse_host_port("[::1]:99")->first, "::1");
