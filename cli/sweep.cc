@@ -68,6 +68,7 @@ void make_plots(const fs::path& out, const SweepArgs& a) {
     args.push_back(a.measure);
   }
   const std::string txt = (out / "plots.txt").string(), err = (out / "plots.err").string();
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     fmt::print(stderr, "rdmalab: note: no plots: fork: {}\n", std::strerror(errno));
@@ -75,6 +76,7 @@ void make_plots(const fs::path& out, const SweepArgs& a) {
   }
   if (pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(127);  // the sweep was gone before the line above
     exec_into(plotter.string(), args, txt, err);
   }
   int wstatus = 0;
