@@ -26,6 +26,11 @@ void add_fabric_keys(Schema& s) {
   s.add_choice("fabric.link_layer", "infiniband", "packet headers of the calibrated model", {"infiniband", "roce"});
   s.add("fabric.mtu", T::size, "4KiB", "payload bytes per packet in the calibrated model", 256, 65536);
   s.add("fabric.nic.message_rate", T::number, "200e6", "messages per second one NIC can issue (calibrated model)", 1e3, 1e10);
+  // ConnectX-4 to -7 report max_qp_rd_atom = max_qp_init_rd_atom = 16 (ibv_devinfo -v); Soft-RoCE
+  // (rxe) reports 128. perftest asks for the device's most (-o), as rdmalab's workloads do.
+  s.add("fabric.nic.max_rd_atomic", T::integer, "16",
+        "RDMA reads and atomics one QP keeps in flight, as requester and as responder (the device's max_qp_rd_atom; a QP's own "
+        "max_rd_atomic may ask for fewer); calibrated model", 1, 255);
   s.add("fabric.nic.latency", T::time, "150ns",
         "NIC processing per NIC a message crosses, sender and receiver each (calibrated model)", 0, 1e-3);
   s.add("fabric.calibration", T::string, "",
@@ -624,6 +629,7 @@ FabricModel read_model(const Scenario& sc) {
     m.nic.mtu = static_cast<double>(sc.get_size("fabric.mtu"));
     m.nic.message_overhead_s = 1.0 / sc.get_number("fabric.nic.message_rate");
     m.nic.nic_latency_s = sc.get_time("fabric.nic.latency");
+    m.nic.max_rd_atomic = static_cast<std::uint32_t>(sc.get_int("fabric.nic.max_rd_atomic"));
   }
   return m;
 }

@@ -25,6 +25,7 @@ struct NicModel {
   double mtu = 0;                 // bytes of payload per packet; 0 = no segmentation
   double header_bytes = 0;        // wire bytes added per packet
   double control_bytes = 0;       // size of a read request / atomic request / ACK on the wire
+  std::uint32_t max_rd_atomic = 0;  // reads/atomics one QP keeps in flight; 0 = no limit (alpha_beta)
 };
 
 // Inside a node (fabric.node.*): GPUs and NICs under PCIe switches, switches under the CPU root

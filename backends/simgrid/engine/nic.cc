@@ -228,7 +228,34 @@ void launch_if_due(World& w, Op& op) {
 // Schedules phase 0 of a new request through the NIC's message-rate gate and latency.
 // min_latency (SendWr::model_min_latency_s): the request starts late enough that its route's
 // latency brings it to the responder no sooner than that after now.
-void start_op(World& w, Op& op, double min_latency) {
+std::uint32_t rd_atomic_limit(const World& w, SimgridQp& qp) {
+  const std::uint32_t nic = w.model.nic.max_rd_atomic;
+  if (nic == 0) return std::numeric_limits<std::uint32_t>::max();
+  auto ask = [nic](std::uint32_t a) { return a == 0 ? nic : std::min(a, nic); };
+  std::uint32_t limit = ask(qp.conn_.max_rd_atomic);
+  if (const SimgridQp* peer = qp.peer()) limit = std::min(limit, ask(peer->conn_.max_rd_atomic));
+  return limit;
+}
+
+// A read's or an atomic's response is back: its slot is free, and the requests held behind the
+// limit start, in order, up to the next that finds the limit reached. Whichever actor sees the
+// response ends here, so they start from the requester's timer list (its alarm wakes it).
+void release_held(World& w, SimgridQp* qp) {
+  if (qp->rd_outstanding_ > 0) --qp->rd_outstanding_;
+  while (!qp->held_.empty()) {
+    auto& [op, min_latency] = qp->held_.front();
+    if (!op->dead) {
+      const bool rd = op->wr.opcode == SendOpcode::rdma_read || op->wr.opcode == SendOpcode::atomic_fetch_add ||
+                      op->wr.opcode == SendOpcode::atomic_cmp_swap;
+      if (rd && qp->rd_outstanding_ >= rd_atomic_limit(w, *qp)) return;
+      if (rd) ++qp->rd_outstanding_;
+      start_op(w, *op, min_latency, true);
+    }
+    qp->held_.pop_front();
+  }
+}
+
+void start_op(World& w, Op& op, double min_latency, bool any_actor) {
   Nic& nic = *w.nics[static_cast<std::size_t>(op.qp->rank_)];
   const double now = sg4::Engine::get_clock();
   const double issue = std::max(now, nic.next_issue);
@@ -246,10 +273,14 @@ void start_op(World& w, Op& op, double min_latency) {
   // time passes until it waits). Starting a transfer is an s4u call, after which the rank's state
   // is cold (every other rank ran meanwhile): from the wait, the rank goes on to its other s4u
   // calls and its wait at once instead of first walking back through the post and its caller.
-  if (at <= now)
-    nic.launch_now.push_back(OpPtr(&op));
-  else
+  if (any_actor) {
     list_timed(w, op);
+    w.set_alarm(op.qp->rank_, op.timer_at);
+  } else if (at <= now) {
+    nic.launch_now.push_back(OpPtr(&op));
+  } else {
+    list_timed(w, op);
+  }
 }
 
 void deliver_recv(SimgridQp* peer, const Completion& wc) { peer->rcq_.push(wc, peer, 0, false); }
@@ -360,6 +391,8 @@ void phase_ended(World& w, const OpPtr& op) {
       if (const SimgridQp* peer = op->qp->peer()) w.nics[static_cast<std::size_t>(peer->rank_)]->tx_bytes += op->len;
     }
     at_requester(*op);
+    const bool atomic = op->wr.opcode == SendOpcode::atomic_fetch_add || op->wr.opcode == SendOpcode::atomic_cmp_swap;
+    if (read || atomic) release_held(w, op->qp);
     return;
   }
   if (!read) w.nics[static_cast<std::size_t>(op->qp->rank_)]->tx_bytes += op->len;

@@ -137,6 +137,14 @@ Status SimgridQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index)
       flush_all();
       continue;
     }
+    // The send queue stalls behind a read or atomic that finds the QP's reads and atomics in
+    // flight at its limit (max_rd_atomic): it and every later request wait for a response.
+    const bool rd = wr.opcode == SendOpcode::rdma_read || atomic;
+    if (!held_.empty() || (rd && rd_outstanding_ >= rd_atomic_limit(w_, *this))) {
+      held_.emplace_back(OpPtr(&ref), wr.model_min_latency_s);
+      continue;
+    }
+    if (rd) ++rd_outstanding_;
     start_op(w_, ref, wr.model_min_latency_s);  // its local keys are checked when it executes (launch_if_due)
   }
   retire_heads(w_, this);  // requests refused at once complete in order

@@ -3,6 +3,8 @@
 // rank waits, in engine/progress.h.
 #pragma once
 
+#include <deque>
+
 #include <fmt/format.h>
 
 #include <span>
@@ -119,6 +121,8 @@ class alignas(64) SimgridQp final : public QueuePair {
     rcq_.forget(this);
     state_ = QpState::reset;
     posted_ = retired_ = 0;
+    rd_outstanding_ = 0;
+    held_.clear();
     return Status::ok();
   }
   Status post_send(std::span<const SendWr> wrs, std::size_t* bad_index) override;
@@ -132,6 +136,8 @@ class alignas(64) SimgridQp final : public QueuePair {
   void flush_all() {
     Ring<OpPtr> ops;
     ops.swap(inflight_);
+    held_.clear();
+    rd_outstanding_ = 0;
     for (auto& op : ops) {
       op->dead = true;
       complete_send(*op, op->done ? op->status : WcStatus::wr_flush_err, true);
@@ -179,6 +185,10 @@ class alignas(64) SimgridQp final : public QueuePair {
   QpConnectAttr conn_;
   std::vector<SimgridQp*> peer_of_;  // the QPs whose peer_ this is
   double next_start_ = 0;         // no request of this QP starts before its predecessor (RC order)
+  // Reads and atomics in flight, and the requests held behind one that found them at the QP's
+  // limit (the send queue stalls there, as a NIC's does), each with its model_min_latency_s.
+  std::uint32_t rd_outstanding_ = 0;
+  std::deque<std::pair<OpPtr, double>> held_;
 
  private:
   Status transition(QpState from, QpState to, const QpConnectAttr* attr) {

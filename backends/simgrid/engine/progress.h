@@ -20,11 +20,14 @@ Capabilities sim_caps();
 // The bytes a request's current phase puts on the wire (payload and headers, or a control packet).
 double phase_wire_bytes(const World& w, const Op& op);
 // Schedules phase 0 of a request just posted (message-rate gate, latency, RC order).
-void start_op(World& w, Op& op, double min_latency);
+void start_op(World& w, Op& op, double min_latency, bool any_actor = false);
 // Starts the current phase of a request whose start time has come.
 void launch_if_due(World& w, Op& op);
 // Completes a QP's finished requests in posting order.
 void retire_heads(World& w, SimgridQp* qp);
+// Reads and atomics a QP may have in flight: the least of its own max_rd_atomic, its peer's and
+// the modelled NIC's (fabric.nic.max_rd_atomic); unlimited on the alpha_beta model.
+std::uint32_t rd_atomic_limit(const World& w, SimgridQp& qp);
 // The end of a request's transfer, seen by the requester's or the responder's wait.
 void transfer_ended(World& w, const OpPtr& op, const sg4::Activity* comm);
 // The timekeeper actor's body (World::alarms).

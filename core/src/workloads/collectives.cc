@@ -72,21 +72,6 @@ std::string tuning_text(const CollectiveChoice& ch) {
   return out;
 }
 
-// workload.channels: "auto" (none) or a count 1..64; nullopt with ok = false when neither.
-std::optional<int> parse_channels(const std::string& s, bool& ok) {
-  ok = true;
-  if (s == "auto") return std::nullopt;
-  int n = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9' || n > 64) {
-      ok = false;
-      return std::nullopt;
-    }
-    n = n * 10 + (c - '0');
-  }
-  ok = !s.empty() && n >= 1 && n <= 64;
-  return n;
-}
 
 std::vector<std::uint64_t> requested_sizes(const Scenario& sc) {
   return sc.is_set("workload.sizes") ? sc.get_sizes("workload.sizes") : std::vector<std::uint64_t>{sc.get_size("workload.size")};
@@ -224,7 +209,6 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
   const std::size_t es = dtype_size(p.dtype);
   std::vector<SizePlan> sizes;
   std::vector<Plan> all;
-  const int channels = p.channels ? *p.channels : auto_channels(env.size, env.shape.ranks_per_node, env.shape.nics);
   // Where NCCL's protocol costs are modelled (NodeShape::protocol_costs); elsewhere the chunks
   // move as they are (Simple).
   const bool modelled = env.dev.caps().models_time && env.shape.protocol_costs;
@@ -232,18 +216,16 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
     SizePlan s;
     s.count = count_for(req, coll, p.dtype, env.size);
     s.bytes = s.count * es;
-    s.choice = choose_collective(coll, s.bytes, env.size, env.shape, modelled, p.algo, p.proto);
-    s.algo = s.choice.algo;
-    CollectiveArgs a{coll, s.algo, env.rank, env.size, p.root, s.count, es, false};
-    a.channels = uses_channels(coll, s.algo) ? channels : 1;
-    a.ranks_per_node = env.shape.ranks_per_node;
-    s.channels = a.channels;
     // The protocol: its chunk (unless workload.chunk says), and where time is modelled its
     // framing and step latencies (tuning.h).
-    const std::uint64_t chunk = p.chunk_set ? p.chunk : 0;
-    s.out_of_place = with_protocol(build_plan(a), s.choice, chunk, es, modelled);
-    a.in_place = true;
-    if (p.in_place) s.in_place = with_protocol(build_plan(a), s.choice, chunk, es, modelled);
+    TunedRequest r{coll, env.rank, env.size, p.root, s.count, es, false, p.algo, p.proto, p.channels, p.chunk_set ? p.chunk : 0, modelled};
+    TunedPlan t = tuned_plan(r, env.shape);
+    s.choice = std::move(t.choice);
+    s.algo = s.choice.algo;
+    s.channels = t.channels;
+    s.out_of_place = std::move(t.plan);
+    r.in_place = true;
+    if (p.in_place) s.in_place = tuned_plan(r, env.shape).plan;
     all.push_back(s.out_of_place);
     if (p.in_place) all.push_back(s.in_place);
     sizes.push_back(std::move(s));

@@ -59,6 +59,7 @@ struct Params {
   std::uint64_t steps = 3, warmup = 1;
   DataType dtype = DataType::fp32;
   std::optional<Algorithm> algo;
+  std::optional<int> channels;  // workload.channels (train_dp's all-reduces); none: NCCL's (auto_channels)
   std::uint64_t chunk = 512 * 1024;
   std::uint32_t slots = 8;
   MemoryKind memory = MemoryKind::host;
@@ -122,6 +123,8 @@ Params read_params(const Scenario& sc) {
   p.dtype = *parse_dtype(sc.get_string("workload.dtype"));
   p.proto = parse_protocol(sc.get_string("workload.protocol"));
   p.chunk_set = sc.is_set("workload.chunk");
+  bool channels_ok = true;
+  p.channels = parse_channels(sc.get_string("workload.channels"), channels_ok);
   const std::string alg = sc.get_string("workload.algorithm");
   if (alg != "auto")
     for (Algorithm a : algorithms_for(Collective::all_reduce))
@@ -183,7 +186,8 @@ Plan to_group(Plan plan, const std::vector<int>& members, int chan_base) {
 }
 
 // The plan of an all-reduce over a group (`members`, this rank `me` in it), with NCCL's algorithm
-// and protocol for the size (tuning.h) unless the scenario names them, and NCCL's channels.
+// and protocol for the size (tuning.h) unless the scenario names them, and NCCL's channels unless
+// workload.channels names a count (each communicator's block has room for NCCL's 64).
 // NVLink SHARP is left out: a step's collectives run on the engine.
 Plan tuned_all_reduce(RankEnv& env, const Params& p, const std::vector<int>& members, int me, std::uint64_t count, std::size_t es,
                       int chan_base, std::string* what = nullptr) {
@@ -197,12 +201,11 @@ Plan tuned_all_reduce(RankEnv& env, const Params& p, const std::vector<int>& mem
   shape.ranks_per_node = static_cast<int>(std::count_if(members.begin(), members.end(), [&](int r) { return r / rpn == members[0] / rpn; }));
   if (n % shape.ranks_per_node != 0) shape.ranks_per_node = 1;
   const bool modelled = env.dev.caps().models_time && env.shape.protocol_costs;
-  const CollectiveChoice ch = choose_collective(Collective::all_reduce, count * es, n, shape, modelled, p.algo, p.proto);
-  CollectiveArgs a{Collective::all_reduce, ch.algo, me, n, 0, count, es, true};
-  a.ranks_per_node = shape.ranks_per_node;
-  a.channels = uses_channels(Collective::all_reduce, ch.algo) ? auto_channels(n, shape.ranks_per_node, shape.nics) : 1;
-  Plan plan = with_protocol(build_plan(a), ch, p.chunk_set ? p.chunk : 0, es, modelled);
-  if (what) *what = fmt::format("{}/{}, {} channel{}", algorithm_name(ch.algo), protocol_name(ch.proto), a.channels, a.channels == 1 ? "" : "s");
+  const TunedRequest r{Collective::all_reduce, me, n, 0, count, es, true, p.algo, p.proto, p.channels, p.chunk_set ? p.chunk : 0, modelled};
+  TunedPlan t = tuned_plan(r, shape);
+  if (what)
+    *what = fmt::format("{}/{}, {} channel{}", algorithm_name(t.choice.algo), protocol_name(t.choice.proto), t.channels, t.channels == 1 ? "" : "s");
+  Plan plan = std::move(t.plan);
   return to_group(std::move(plan), members, chan_base);
 }
 
@@ -654,6 +657,11 @@ Status check_training(const Scenario& sc, const Capabilities& caps, int ranks, b
       return sc.error("training.tensor_parallel", fmt::format("tensor-parallel groups of {} do not divide {} ranks", tp, ranks));
     if (sc.is_set("training.microbatches")) return sc.error("training.microbatches", "micro-batches are for train_pp");
   }
+  bool channels_ok = true;
+  parse_channels(sc.get_string("workload.channels"), channels_ok);
+  if (!channels_ok)
+    return sc.error("workload.channels", fmt::format("'{}' is not a channel count: auto, or a whole number from 1 to 64 (NCCL's "
+                                                     "MAXCHANNELS)", sc.get_string("workload.channels")));
   const std::string alg = sc.get_string("workload.algorithm");
   if (alg != "auto" && alg != "ring" && alg != "tree" && alg != "rhd")
     return sc.error("workload.algorithm", fmt::format("the gradient all-reduce has no algorithm '{}'; allowed: auto, ring, tree, rhd", alg));
@@ -677,7 +685,12 @@ std::vector<std::string> training_reads(bool pipeline) {
                                    "workload.iterations", "workload.warmup",    "workload.dtype",      "workload.protocol",
                                    "workload.algorithm",  "workload.chunk",     "workload.slots",      "workload.verify",
                                    "workload.memory",     "workload.payload",   "workload.gpu_path",   "workload.timeout"};
-  keys.push_back(pipeline ? "training.microbatches" : "training.bucket");
+  if (pipeline) {
+    keys.push_back("training.microbatches");
+  } else {
+    keys.push_back("training.bucket");
+    keys.push_back("workload.channels");  // the gradient and tensor-parallel all-reduces' rings
+  }
   return keys;
 }
 

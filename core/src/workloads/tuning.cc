@@ -84,6 +84,32 @@ std::optional<Protocol> parse_protocol(const std::string& s) {
   return std::nullopt;  // auto
 }
 
+TunedPlan tuned_plan(const TunedRequest& r, const NodeShape& shape) {
+  TunedPlan t;
+  t.choice = choose_collective(r.coll, r.count * r.elem, r.ranks, shape, r.modelled, r.algo, r.proto);
+  CollectiveArgs a{r.coll, t.choice.algo, r.rank, r.ranks, r.root, r.count, r.elem, r.in_place};
+  a.ranks_per_node = shape.ranks_per_node;
+  a.channels = uses_channels(r.coll, t.choice.algo) ? (r.channels ? *r.channels : auto_channels(r.ranks, shape.ranks_per_node, shape.nics)) : 1;
+  t.channels = a.channels;
+  t.plan = with_protocol(build_plan(a), t.choice, r.chunk, r.elem, r.modelled);
+  return t;
+}
+
+std::optional<int> parse_channels(const std::string& s, bool& ok) {
+  ok = true;
+  if (s == "auto") return std::nullopt;
+  int n = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9' || n > 64) {
+      ok = false;
+      return std::nullopt;
+    }
+    n = n * 10 + (c - '0');
+  }
+  ok = !s.empty() && n >= 1 && n <= 64;
+  return n;
+}
+
 Plan with_protocol(Plan plan, const CollectiveChoice& choice, std::uint64_t chunk, std::size_t elem, bool modelled) {
   const std::uint64_t step = chunk ? chunk : protocol_step_bytes(choice.proto);
   plan.chunk = std::max<std::uint64_t>(step / elem * elem, elem);

@@ -178,6 +178,37 @@ TEST_F(SimgridModel, NoPrintedFigureExceedsTheLinkOrTheMessageRate) {
     }
 }
 
+// A QP keeps at most max_rd_atomic reads (and atomics) in flight, as a NIC does (ConnectX: 16),
+// and its send queue stalls behind the one that finds the limit reached: small reads on one QP
+// run at the limit over the read's round trip, not at the message rate; writes are not limited.
+TEST_F(SimgridModel, ReadsAndAtomicsInFlightAreLimitedByMaxRdAtomic) {
+  const std::string fabric = "backend: simgrid\nfabric: { topology: star, nodes: 2, link: { bandwidth: 100Gbps, latency: 1us } }\n";
+  auto backend = all_backends().make("simgrid");
+  auto run = [&](std::vector<std::string> sets) {
+    sets.emplace_back("workload.iterations=2000");
+    Scenario sc = scenario(fabric, sets);
+    RunOutcome out = run_scenario(sc, **backend);
+    EXPECT_TRUE(out.status.is_ok()) << out.status.to_string();
+    EXPECT_EQ(out.rows.size(), 1u);
+    return out.rows.empty() ? ResultRow{} : out.rows[0];
+  };
+  const ResultRow lat = run({"workload.type=read_lat", "workload.size=64B"});
+  ASSERT_TRUE(lat.lat.has_value());
+  const double rtt_s = lat.lat->avg_us * 1e-6;
+  for (int limit : {4, 16}) {
+    const std::string k = "fabric.nic.max_rd_atomic=" + std::to_string(limit);
+    const double reads = run({"workload.type=read_bw", "workload.size=64B", "workload.tx_depth=128", k}).msg_rate_mpps * 1e6;
+    const double atomics = run({"workload.type=atomic_bw", "workload.tx_depth=128", k}).msg_rate_mpps * 1e6;
+    std::printf("  max_rd_atomic %2d: reads %.3f M/s, atomics %.3f M/s, limit over a %.2f us round trip %.3f M/s\n", limit, reads / 1e6,
+                atomics / 1e6, rtt_s * 1e6, limit / rtt_s / 1e6);
+    EXPECT_NEAR(reads / (limit / rtt_s), 1.0, 0.03) << "reads, max_rd_atomic " << limit;
+    EXPECT_LE(atomics, limit / rtt_s * 1.01) << "atomics, max_rd_atomic " << limit;
+    EXPECT_GE(atomics, limit / rtt_s * 0.9) << "atomics, max_rd_atomic " << limit;
+  }
+  const double writes = run({"workload.type=write_bw", "workload.size=64B", "workload.tx_depth=128"}).msg_rate_mpps * 1e6;
+  EXPECT_GT(writes, 3 * 16 / rtt_s) << "writes have no such limit";
+}
+
 TEST_F(SimgridModel, IncastSendersShareTheReceiversLink) {
   constexpr std::size_t kSize = 8 << 20;
   for (int senders : {2, 4, 7}) {

@@ -187,6 +187,14 @@ TEST(TrainDp, ComputeComesFromTheMeasuredThroughputOfTheNamedGpu) {
                         "training.gpu_flops=300e12", "workload.iterations=1", "workload.payload=phantom", "workload.memory=cuda"});
   ASSERT_TRUE(out.status.is_ok()) << out.status.to_string();
   EXPECT_NE(out.rows[0].notes.at("gradient_all_reduce").find("8 channels"), std::string::npos) << out.rows[0].notes.at("gradient_all_reduce");
+  const double auto_comm = out.rows[0].extra.at("comm_ms");
+  // workload.channels names the count, as for a collective: one ring through one NIC is slower.
+  out = run("simgrid", {"fabric.nodes=2", "fabric.preset=cx7-ndr-h100", "workload.type=train_dp", "training.model=resnet50",
+                        "training.gpu_flops=300e12", "workload.iterations=1", "workload.payload=phantom", "workload.memory=cuda",
+                        "workload.channels=1", "workload.algorithm=ring"});
+  ASSERT_TRUE(out.status.is_ok()) << out.status.to_string();
+  EXPECT_NE(out.rows[0].notes.at("gradient_all_reduce").find("1 channel"), std::string::npos) << out.rows[0].notes.at("gradient_all_reduce");
+  EXPECT_GT(out.rows[0].extra.at("comm_ms"), auto_comm) << "one NIC of eight carries the gradients";
 }
 
 TEST(Training, BadParametersAreRefusedWithTheKey) {
@@ -202,6 +210,8 @@ TEST(Training, BadParametersAreRefusedWithTheKey) {
       {{"workload.type=train_pp", "fabric.nodes=8", "training.model=custom", "training.layers=[10,20]"}, "fabric.nodes"},
       {{"workload.type=train_pp", "training.tensor_parallel=2"}, "training.tensor_parallel"},
       {{"workload.type=train_dp", "workload.algorithm=pairwise"}, "workload.algorithm"},
+      {{"workload.type=train_dp", "workload.channels=65"}, "workload.channels"},
+      {{"workload.type=train_pp", "workload.channels=2"}, "workload.channels"},
       {{"workload.type=train_dp", "training.model=custom", "training.layers=[10,20]", "training.layer_flops=[5]"}, "training.layer_flops"},
       // A rate above the named GPU's dense peak is not physically possible.
       {{"workload.type=train_dp", "fabric.gpu.model=a100", "training.gpu_flops=400e12"}, "training.gpu_flops"},

@@ -122,6 +122,32 @@ CollectiveChoice choose_collective(Collective c, std::uint64_t bytes, int ranks,
 // workload.chunk), and where the backend models time (`modelled`) its framing and step latencies.
 Plan with_protocol(Plan plan, const CollectiveChoice& choice, std::uint64_t chunk, std::size_t elem, bool modelled);
 
+// One collective as it runs, for the collectives and for the training steps' all-reduces: the
+// algorithm and protocol (choose_collective), its channels (`channels`, or auto_channels for the
+// node shape; 1 for algorithms that do not use them) and the plan with its protocol.
+struct TunedPlan {
+  CollectiveChoice choice;
+  int channels = 1;
+  Plan plan;
+};
+struct TunedRequest {
+  Collective coll = Collective::all_reduce;
+  int rank = 0, ranks = 1, root = 0;
+  std::uint64_t count = 0;  // elements
+  std::size_t elem = 4;
+  bool in_place = false;
+  std::optional<Algorithm> algo;  // none: NCCL's choice
+  std::optional<Protocol> proto;  // none: NCCL's choice
+  std::optional<int> channels;    // none: auto_channels
+  std::uint64_t chunk = 0;        // 0: the protocol's
+  bool modelled = false;          // the backend models time (NodeShape::protocol_costs)
+};
+TunedPlan tuned_plan(const TunedRequest& r, const NodeShape& shape);
+
+// workload.channels: "auto" (none) or a count 1..64 (NCCL's MAXCHANNELS); nullopt with ok = false
+// when neither.
+std::optional<int> parse_channels(const std::string& s, bool& ok);
+
 // The NCCL algorithm an rdmalab algorithm is (ring and chain: Ring, tree: Tree, nvls: NVLS); the
 // others are not NCCL's and are costed as rings.
 TunedAlgo tuned_algo_of(Algorithm a) noexcept;
