@@ -866,7 +866,7 @@ std::vector<RankEndpoints> build_platform(const Scenario& sc, const FabricModel&
   // update (CM02's default) lets flows exceed a link's bandwidth when a link that is not split
   // duplex lies on the routes of both directions (here: 4 flows from node 1 to node 0 each at the
   // full 100 Gb/s while the 4 the other way shared it; reproduced with SimGrid alone, and gone
-  // with network/optim:Full, which costs 2.5x the wall time). SimgridModel.NoLinkCarriesMoreThanItsBandwidth
+  // with network/optim:Full, which costs 2.5x the wall time). SimgridModel.NoRecordedLinkOrRankIsAboveItsBandwidth
   // checks every topology's record for it.
   auto nic_link = [nic_lat](sg4::NetZone* zone, unsigned long id) -> sg4::Link* {
     return zone->create_split_duplex_link(fmt::format("nic-{}", id), 1e15)->set_latency(nic_lat)->seal();
