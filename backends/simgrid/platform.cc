@@ -1,5 +1,7 @@
 #include "simgrid/platform.h"
 
+#include "simgrid/topologies/topology.h"
+
 #include "rdmalab/calibration.h"
 #include "rdmalab/run.h"
 
@@ -11,6 +13,7 @@
 #include <numeric>
 #include <optional>
 #include <random>
+#include <stdexcept>
 #include <simgrid/s4u.hpp>
 
 namespace rdmalab::sim {
@@ -457,7 +460,6 @@ Status check_fabric(const Scenario& sc) {
     if (!c) return sc.error("fabric.calibration", c.status().message());
   }
   const std::string topo = sc.get_string("fabric.topology");
-  const std::int64_t nodes = sc.get_int("fabric.nodes");
   if (sc.get_string("workload.algorithm") == "nvls" &&
       (sc.get_string("fabric.node.model") != "pcie" || topo == "rail_optimized" || !sc.get_bool("fabric.node.nvswitch.reduce")))
     return sc.error("workload.algorithm", "nvls needs a node whose NVSwitch reduces: fabric.node.model: pcie with NVLink and "
@@ -472,45 +474,10 @@ Status check_fabric(const Scenario& sc) {
     return sc.error("fabric.node.nvswitch.reduce_bandwidth", "applies to a switch that reduces: set fabric.node.nvswitch.reduce: true too");
   if (sc.get_number("fabric.node.nvlink.efficiency") != 1 && !sc.has("fabric.node.nvlink.bandwidth"))
     return sc.error("fabric.node.nvlink.efficiency", "applies to NVLink: set fabric.node.nvlink.bandwidth (or a fabric.preset) too");
-  if (topo == "fat_tree") {
-    RDMALAB_ASSIGN(const FatTreeShape shape, fat_tree_shape(sc));
-    const auto levels = static_cast<std::int64_t>(shape.down.size());
-    // SimGrid's fat tree routes between nodes: with a node model, all of a node's NICs would take
-    // one path above the leaves to a given node, where a real fabric routes each NIC's address
-    // on its own (NCCL's channels cross on different NICs to reach different spines).
-    if (levels >= 2 && sc.get_string("fabric.node.model") == "pcie" && sc.get_int("fabric.node.nics") > 1)
-      return sc.error("fabric.topology",
-                      fmt::format("a fat_tree of {} levels routes node to node, so the {} NICs of a node (fabric.node.nics) would share "
-                                  "one path over the spines; use topology rail_optimized (each NIC cabled to its rail), a one-level "
-                                  "fat_tree, or one NIC per node", levels, sc.get_int("fabric.node.nics")));
-  } else if (topo == "torus") {
-    if (!sc.has("fabric.torus.dims")) return sc.error("fabric.topology", "a torus needs fabric.torus.dims, e.g. [4, 4, 4]");
-  } else if (topo == "dragonfly") {
-    for (const char* k : {"fabric.dragonfly.groups", "fabric.dragonfly.chassis", "fabric.dragonfly.routers"}) {
-      if (!sc.has(k)) return sc.error("fabric.topology", fmt::format("a dragonfly needs {} as [count, links]", k));
-      if (sc.get_ints(k).size() != 2) return sc.error(k, "needs two numbers: [count, links]");
-    }
-    // SimGrid 3.32 wires the links between groups from router k of a chassis to group k, and
-    // crashes (segmentation fault) when a chassis has fewer routers than there are groups.
-    if (sc.get_ints("fabric.dragonfly.groups")[0] > sc.get_ints("fabric.dragonfly.routers")[0])
-      return sc.error("fabric.dragonfly.groups",
-                      fmt::format("{} groups need at least {} routers per chassis (fabric.dragonfly.routers is [{}, …]): SimGrid "
-                                  "3.32 links router k of each chassis to group k",
-                                  sc.get_ints("fabric.dragonfly.groups")[0], sc.get_ints("fabric.dragonfly.groups")[0],
-                                  sc.get_ints("fabric.dragonfly.routers")[0]));
-  } else if (topo == "full") {
-    if (nodes > 256)
-      return sc.error("fabric.nodes",
-                      fmt::format("a full mesh has a link per pair: at most 256 nodes (asked {}); use fat_tree", nodes));
-  } else if (topo == "rail_optimized") {
-    if (sc.get_int("fabric.gpus_per_node") < 2)
-      return sc.error("fabric.gpus_per_node", "rail_optimized needs several GPUs (rails) per node: GPU g of every node uses NIC g on rail g");
-    if (!sc.has("fabric.node.nvlink.bandwidth"))
-      return sc.error("fabric.topology", "rail_optimized needs fabric.node.nvlink.bandwidth (GPUs of a node reach other rails through NVLink)");
-    if (sc.get_string("fabric.node.model") != "none" && !sc.is_set("fabric.preset"))
-      return sc.error("fabric.node.model", "rail_optimized models the node itself (GPU, NIC, NVLink): leave fabric.node.model at none");
-    return Status::ok();
-  }
+  const TopologyKind* kind = find_topology(topo);
+  if (!kind) return sc.error("fabric.topology", fmt::format("'{}' has no builder in this backend", topo));
+  if (kind->check) RDMALAB_TRY(kind->check(sc));
+  if (kind->own_node) return Status::ok();  // the topology models the node itself
   return check_node(sc);
 }
 
@@ -647,189 +614,6 @@ double wire_bytes(const NicModel& nic, double payload) {
   return payload + packets * nic.header_bytes;
 }
 
-namespace {
-
-using LinkPath = std::vector<sg4::LinkInRoute>;
-
-// One node's insides (NodeModel) as a SimGrid zone whose gateway is where the node meets the
-// fabric. Every rank of the node has three endpoint hosts (RankEndpoints); a route between two
-// endpoints, or between an endpoint and the gateway, lists the PCIe, socket, memory and NIC links
-// its bytes cross, each in its direction.
-class NodeBuilder {
- public:
-  NodeBuilder(const NodeModel& nm, double nic_bw, double nic_lat) : nm_(nm), nic_bw_(nic_bw), nic_lat_(nic_lat) {}
-
-  // Builds node `id` inside `parent`; fills out[first_rank .. first_rank + gpus).
-  std::pair<simgrid::kernel::routing::NetPoint*, simgrid::kernel::routing::NetPoint*> build(sg4::NetZone* parent, unsigned long id,
-                                                                                          std::vector<RankEndpoints>& out) {
-    const std::string n = fmt::format("node-{}", id);
-    auto* zone = sg4::create_full_zone(n);
-    zone->set_parent(parent);
-    auto split = [&](const std::string& name, double bw, double lat) {
-      return zone->create_split_duplex_link(fmt::format("{}-{}", n, name), bw)->set_latency(lat)->seal();
-    };
-    std::vector<sg4::Link*> gpu_pcie, nic_pcie, uplink, dram, nic, nvlink, staging;
-    for (int g = 0; g < nm_.gpus; ++g) gpu_pcie.push_back(split(fmt::format("pcie-gpu{}", g), nm_.pcie_bw, nm_.pcie_lat));
-    for (int k = 0; k < nm_.nics; ++k) nic_pcie.push_back(split(fmt::format("pcie-nic{}", k), nm_.pcie_bw, nm_.pcie_lat));
-    for (int k = 0; k < nm_.nics; ++k) nic.push_back(split(fmt::format("nic{}", k), nic_bw_, nic_lat_));
-    for (int w = 0; w < nm_.switches; ++w) uplink.push_back(split(fmt::format("pcie-switch{}-root", w), nm_.pcie_bw, nm_.pcie_lat));
-    for (int c = 0; c < nm_.sockets; ++c) dram.push_back(split(fmt::format("memory{}", c), nm_.memory_bw, 0));
-    socket_ = nm_.sockets > 1 ? split("socket-link", nm_.socket_bw, nm_.socket_lat) : nullptr;
-    if (nm_.nvlink_bw > 0)
-      for (int g = 0; g < nm_.gpus; ++g) nvlink.push_back(split(fmt::format("nvlink-gpu{}", g), nm_.nvlink_bw, 0));
-    // The staging copy's fixed cost, one way out (UP) and one way in (DOWN): a link that both
-    // directions' flows cross would meet SimGrid 3.32's lazy max-min bug (see nic_link below).
-    for (int g = 0; g < nm_.gpus; ++g) staging.push_back(split(fmt::format("staging-gpu{}", g), 1e15, nm_.staging_overhead));
-    auto* self = zone->create_link(fmt::format("{}-loopback", n), 1e15)->set_latency(0)->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)->seal();
-    gpu_pcie_ = gpu_pcie, nic_pcie_ = nic_pcie, uplink_ = uplink, dram_ = dram, nvlink_ = nvlink;
-
-    auto* gw = zone->create_router(fmt::format("{}-gateway", n));
-    // NVLink SHARP: the switch as an endpoint, one NVLink from each GPU (its speed: the reduction rate).
-    sg4::Host* nvswitch = nullptr;
-    if (nm_.nvswitch_reduce && !nvlink.empty())
-      nvswitch = zone->create_host(fmt::format("{}-nvswitch", n), nm_.nvswitch_reduce_bw > 0 ? nm_.nvswitch_reduce_bw : 1e15)->seal();
-    struct Ep {
-      sg4::Host* host;
-      int gpu;
-      int kind;  // 0 GPUDirect, 1 staged, 2 host memory
-    };
-    std::vector<Ep> eps;
-    for (int g = 0; g < nm_.gpus; ++g) {
-      RankEndpoints e;
-      e.gpu = zone->create_host(fmt::format("{}-gpu{}", n, g), 1e12)->seal();
-      e.staged = zone->create_host(fmt::format("{}-gpu{}-staged", n, g), 1e12)->seal();
-      e.host = zone->create_host(fmt::format("{}-gpu{}-host", n, g), 1e12)->seal();
-      const std::size_t rank = id * static_cast<std::size_t>(nm_.gpus) + static_cast<std::size_t>(g);
-      e.nvswitch = nvswitch;
-      if (rank < out.size()) out[rank] = e;
-      if (nvswitch) {
-        zone->add_route(e.gpu->get_netpoint(), nvswitch->get_netpoint(), nullptr, nullptr,
-                        {sg4::LinkInRoute(nvlink[static_cast<std::size_t>(g)], sg4::LinkInRoute::Direction::UP)}, false);
-        zone->add_route(nvswitch->get_netpoint(), e.gpu->get_netpoint(), nullptr, nullptr,
-                        {sg4::LinkInRoute(nvlink[static_cast<std::size_t>(g)], sg4::LinkInRoute::Direction::DOWN)}, false);
-      }
-      eps.push_back({e.gpu, g, 0});
-      eps.push_back({e.staged, g, 1});
-      eps.push_back({e.host, g, 2});
-    }
-    const auto UP = sg4::LinkInRoute::Direction::UP, DOWN = sg4::LinkInRoute::Direction::DOWN;
-    // Where an endpoint's bytes live, and what the staged path adds before and after.
-    auto location = [&](const Ep& e) -> Point {
-      if (e.kind == 0) return {Point::gpu, e.gpu};
-      if (e.kind == 1) return {Point::memory, socket_of_gpu(e.gpu)};
-      return {Point::memory, socket_of_nic(nic_of(e.gpu))};
-    };
-    auto prefix = [&](const Ep& e) {  // leaving the endpoint
-      LinkPath p;
-      if (e.kind == 1) {
-        p.emplace_back(staging[static_cast<std::size_t>(e.gpu)], UP);
-        append(p, path({Point::gpu, e.gpu}, {Point::memory, socket_of_gpu(e.gpu)}));
-      }
-      return p;
-    };
-    auto suffix = [&](const Ep& e) {  // arriving at the endpoint
-      LinkPath p;
-      if (e.kind == 1) {
-        append(p, path({Point::memory, socket_of_gpu(e.gpu)}, {Point::gpu, e.gpu}));
-        p.emplace_back(staging[static_cast<std::size_t>(e.gpu)], DOWN);
-      }
-      return p;
-    };
-    for (const Ep& a : eps) {
-      const int k = nic_of(a.gpu);
-      // To the fabric: through the rank's NIC.
-      LinkPath to_gw = prefix(a);
-      append(to_gw, path(location(a), {Point::nic, k}));
-      to_gw.emplace_back(nic[static_cast<std::size_t>(k)], UP);
-      zone->add_route(a.host->get_netpoint(), gw, nullptr, nullptr, to_gw, false);
-      LinkPath from_gw{sg4::LinkInRoute(nic[static_cast<std::size_t>(k)], DOWN)};
-      append(from_gw, path({Point::nic, k}, location(a)));
-      append(from_gw, suffix(a));
-      zone->add_route(gw, a.host->get_netpoint(), nullptr, nullptr, from_gw, false);
-      for (const Ep& b : eps) {
-        if (a.host == b.host) {
-          zone->add_route(a.host->get_netpoint(), b.host->get_netpoint(), nullptr, nullptr, {sg4::LinkInRoute(self)}, false);
-          continue;
-        }
-        LinkPath r = prefix(a);
-        append(r, path(location(a), location(b)));
-        append(r, suffix(b));
-        if (r.empty()) r.emplace_back(self);
-        zone->add_route(a.host->get_netpoint(), b.host->get_netpoint(), nullptr, nullptr, r, false);
-      }
-    }
-    zone->seal();
-    return {zone->get_netpoint(), gw};
-  }
-
- private:
-  struct Point {
-    enum Kind { gpu, nic, memory } kind;
-    int index;  // GPU, NIC, or socket
-  };
-  int nic_of(int g) const { return nm_.gpu_nic[static_cast<std::size_t>(g)]; }
-  int switch_of(const Point& p) const {
-    return p.kind == Point::gpu ? nm_.gpu_switch[static_cast<std::size_t>(p.index)] : nm_.nic_switch[static_cast<std::size_t>(p.index)];
-  }
-  int socket_of_gpu(int g) const { return nm_.socket_of_switch(nm_.gpu_switch[static_cast<std::size_t>(g)]); }
-  int socket_of_nic(int k) const { return nm_.socket_of_switch(nm_.nic_switch[static_cast<std::size_t>(k)]); }
-  sg4::Link* device_link(const Point& p) const {
-    return p.kind == Point::gpu ? gpu_pcie_[static_cast<std::size_t>(p.index)] : nic_pcie_[static_cast<std::size_t>(p.index)];
-  }
-  static void append(LinkPath& to, const LinkPath& more) { to.insert(to.end(), more.begin(), more.end()); }
-  void cross_sockets(LinkPath& p, int from, int to) const {
-    if (from != to && socket_) p.emplace_back(socket_, from < to ? sg4::LinkInRoute::Direction::UP : sg4::LinkInRoute::Direction::DOWN);
-  }
-  // The links from one place to another inside the node, each in its direction.
-  LinkPath path(const Point& a, const Point& b) const {
-    const auto UP = sg4::LinkInRoute::Direction::UP, DOWN = sg4::LinkInRoute::Direction::DOWN;
-    LinkPath p;
-    if (a.kind == Point::gpu && b.kind == Point::gpu && !nvlink_.empty()) {
-      p.emplace_back(nvlink_[static_cast<std::size_t>(a.index)], UP);
-      p.emplace_back(nvlink_[static_cast<std::size_t>(b.index)], DOWN);
-      return p;
-    }
-    if (a.kind != Point::memory && b.kind != Point::memory) {
-      const int sa = switch_of(a), sb = switch_of(b);
-      p.emplace_back(device_link(a), UP);
-      if (sa != sb) {  // through the CPU root complex, and the socket link when the roots differ
-        p.emplace_back(uplink_[static_cast<std::size_t>(sa)], UP);
-        cross_sockets(p, nm_.socket_of_switch(sa), nm_.socket_of_switch(sb));
-        p.emplace_back(uplink_[static_cast<std::size_t>(sb)], DOWN);
-      }
-      p.emplace_back(device_link(b), DOWN);
-      return p;
-    }
-    if (a.kind != Point::memory) {  // device → host memory
-      const int sa = switch_of(a);
-      p.emplace_back(device_link(a), UP);
-      p.emplace_back(uplink_[static_cast<std::size_t>(sa)], UP);
-      cross_sockets(p, nm_.socket_of_switch(sa), b.index);
-      p.emplace_back(dram_[static_cast<std::size_t>(b.index)], DOWN);
-      return p;
-    }
-    if (b.kind != Point::memory) {  // host memory → device
-      const int sb = switch_of(b);
-      p.emplace_back(dram_[static_cast<std::size_t>(a.index)], UP);
-      cross_sockets(p, a.index, nm_.socket_of_switch(sb));
-      p.emplace_back(uplink_[static_cast<std::size_t>(sb)], DOWN);
-      p.emplace_back(device_link(b), DOWN);
-      return p;
-    }
-    p.emplace_back(dram_[static_cast<std::size_t>(a.index)], UP);  // memory → memory
-    cross_sockets(p, a.index, b.index);
-    p.emplace_back(dram_[static_cast<std::size_t>(b.index)], DOWN);
-    return p;
-  }
-
-  const NodeModel& nm_;
-  double nic_bw_, nic_lat_;
-  sg4::Link* socket_ = nullptr;
-  std::vector<sg4::Link*> gpu_pcie_, nic_pcie_, uplink_, dram_, nvlink_;
-};
-
-}  // namespace
-
 std::vector<RankEndpoints> build_platform(const Scenario& sc, const FabricModel& model) {
   const double bw = sc.get_bandwidth("fabric.link.bandwidth");
   const double lat = sc.get_time("fabric.link.latency");
@@ -881,162 +665,10 @@ std::vector<RankEndpoints> build_platform(const Scenario& sc, const FabricModel&
   const sg4::ClusterCallbacks callbacks =
       nm.on ? sg4::ClusterCallbacks(netpoint_cb) : sg4::ClusterCallbacks(netpoint_cb, loopback_cb, {});
 
-  if (model.topology == "star") {
-    auto* zone = sg4::create_star_zone("fabric");
-    // A node with several NICs has as many ports on the switch: its link carries all of them.
-    const double node_bw = nm.on ? bw * nm.nics : bw;
-    for (int i = 0; i < machines; ++i) {
-      auto* link = zone->create_split_duplex_link(fmt::format("link-{}", i), node_bw)->set_latency(node_link_lat)->seal();
-      std::vector<sg4::LinkInRoute> route;
-      if (nic_lat > 0) route.emplace_back(nic_link(zone, static_cast<unsigned long>(i)), sg4::LinkInRoute::Direction::UP);
-      route.emplace_back(link, sg4::LinkInRoute::Direction::UP);
-      if (nm.on) {
-        auto [np, gw] = node.build(zone, static_cast<unsigned long>(i), eps);
-        zone->add_route(np, nullptr, gw, nullptr, route, true);
-      } else {
-        sg4::Host* h = plain_host(zone, static_cast<unsigned long>(i));
-        zone->add_route(h->get_netpoint(), nullptr, nullptr, nullptr, route, true);
-      }
-    }
-    zone->seal();
-  } else if (model.topology == "rail_optimized") {
-    // A graph with shortest-path routes (Dijkstra, cached): the same rail is GPU → NIC → rail
-    // leaf → NIC → GPU; another rail goes over NVLink to the GPU on that rail first (PXN: one hop
-    // fewer than through a spine); GPUs of one node talk over NVLink.
-    const RailModel& rm = model.rail;
-    const int G = rm.gpus, N = n / G;
-    auto* zone = sg4::create_dijkstra_zone("fabric", true);
-    auto split = [&](const std::string& name, double b, double l) { return zone->create_split_duplex_link(name, b)->set_latency(l)->seal(); };
-    const auto UP = sg4::LinkInRoute::Direction::UP, DOWN = sg4::LinkInRoute::Direction::DOWN;
-    auto edge = [&](simgrid::kernel::routing::NetPoint* a, simgrid::kernel::routing::NetPoint* b, std::vector<sg4::LinkInRoute> links) {
-      zone->add_route(a, b, nullptr, nullptr, links, false);
-    };
-    std::vector<simgrid::kernel::routing::NetPoint*> leaf, spine;
-    // Links that cost nothing and only steer Dijkstra (below) are one per place, never shared by
-    // all routes: a link every flow crosses joins all flows into one max-min system, which SimGrid
-    // then solves whole at every start and end of a transfer (the cost grew as flows squared).
-    auto free_link = [&](const std::string& name) {
-      return zone->create_link(name, 1e15)->set_latency(0)->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)->seal();
-    };
-    for (int g = 0; g < G; ++g) leaf.push_back(zone->create_router(fmt::format("rail-{}", g)));
-    for (int k = 0; k < rm.spines; ++k) spine.push_back(zone->create_router(fmt::format("spine-{}", k)));
-    for (int g = 0; g < G; ++g)
-      for (int k = 0; k < rm.spines; ++k) {
-        auto* l = split(fmt::format("rail-{}-spine-{}", g, k), bw, upper_link_lat);
-        edge(leaf[static_cast<std::size_t>(g)], spine[static_cast<std::size_t>(k)],
-             {sg4::LinkInRoute(l, UP), sg4::LinkInRoute(free_link(fmt::format("rail-{}-spine-{}-hop-up", g, k)))});
-        edge(spine[static_cast<std::size_t>(k)], leaf[static_cast<std::size_t>(g)],
-             {sg4::LinkInRoute(l, DOWN), sg4::LinkInRoute(free_link(fmt::format("rail-{}-spine-{}-hop-down", g, k)))});
-      }
-    // SimGrid's Dijkstra counts the links of an edge. A link that costs nothing else steers it:
-    // on NVLink into a GPU, so a route never passes through another GPU of the receiving node,
-    // and on the spines, so the sender's NVLink (PXN) is preferred to crossing the spine.
-    for (int i = 0; i < N; ++i) {
-      auto* nvsw = zone->create_router(fmt::format("node-{}-nvswitch", i));
-      std::vector<sg4::Link*> pcie, nvl;
-      std::vector<simgrid::kernel::routing::NetPoint*> nic;
-      for (int g = 0; g < G; ++g) {
-        const std::size_t r = static_cast<std::size_t>(i) * static_cast<std::size_t>(G) + static_cast<std::size_t>(g);
-        sg4::Host* h = zone->create_host(fmt::format("node-{}-gpu{}", i, g), kSpeed)->seal();
-        eps[r] = {h, h, h};
-        nic.push_back(zone->create_router(fmt::format("node-{}-nic{}", i, g)));
-        pcie.push_back(split(fmt::format("node-{}-pcie{}", i, g), rm.pcie_bw, rm.pcie_lat));
-        nvl.push_back(split(fmt::format("node-{}-nvlink{}", i, g), rm.nvlink_bw, 0));
-        auto* cable = split(fmt::format("rail-{}-{}", i, g), bw, node_link_lat);  // NIC g of node i to rail leaf g
-        auto* np = h->get_netpoint();
-        edge(np, np, {sg4::LinkInRoute(free_link(fmt::format("node-{}-gpu{}-loopback", i, g)))});
-        edge(np, nic.back(), {sg4::LinkInRoute(pcie.back(), UP)});
-        edge(nic.back(), np, {sg4::LinkInRoute(pcie.back(), DOWN)});
-        edge(nic.back(), leaf[static_cast<std::size_t>(g)], {sg4::LinkInRoute(cable, UP)});
-        edge(leaf[static_cast<std::size_t>(g)], nic.back(), {sg4::LinkInRoute(cable, DOWN)});
-        edge(np, nvsw, {sg4::LinkInRoute(nvl.back(), UP)});
-        edge(nvsw, np, {sg4::LinkInRoute(nvl.back(), DOWN), sg4::LinkInRoute(free_link(fmt::format("node-{}-hop{}", i, g)))});
-        // Into GPU g over NVLink and out through its NIC: the sender changes rail (PXN). There is
-        // no way back from a NIC into NVLink, so the receiver never does (as in NCCL).
-        edge(nvsw, nic.back(), {sg4::LinkInRoute(nvl.back(), DOWN), sg4::LinkInRoute(pcie.back(), UP)});
-      }
-    }
-    zone->seal();
-  } else if (model.topology == "full") {
-    // A node (a host, or with a node model its zone and gateway) per machine, a link per pair;
-    // a node with several NICs has as many ports on each of its links, as on a star.
-    auto* zone = sg4::create_full_zone("fabric");
-    std::vector<simgrid::kernel::routing::NetPoint*> points, gateways;
-    std::vector<sg4::Link*> nics;
-    for (int i = 0; i < machines; ++i) {
-      const auto id = static_cast<unsigned long>(i);
-      if (nm.on) {
-        auto [np, gw] = node.build(zone, id, eps);
-        points.push_back(np);
-        gateways.push_back(gw);
-      } else {
-        points.push_back(plain_host(zone, id)->get_netpoint());
-        gateways.push_back(nullptr);
-      }
-      if (nic_lat > 0) nics.push_back(nic_link(zone, id));
-    }
-    const double node_bw = nm.on ? bw * nm.nics : bw;
-    for (std::size_t i = 0; i < points.size(); ++i)
-      for (std::size_t j = i + 1; j < points.size(); ++j) {
-        auto* link = zone->create_split_duplex_link(fmt::format("link-{}-{}", i, j), node_bw)->set_latency(lat)->seal();
-        std::vector<sg4::LinkInRoute> route;
-        if (nic_lat > 0) route.emplace_back(nics[i], sg4::LinkInRoute::Direction::UP);
-        route.emplace_back(link, sg4::LinkInRoute::Direction::UP);
-        if (nic_lat > 0) route.emplace_back(nics[j], sg4::LinkInRoute::Direction::DOWN);
-        zone->add_route(points[i], points[j], gateways[i], gateways[j], route, true);
-      }
-    zone->seal();
-  } else if (model.topology == "fat_tree") {
-    auto to_u = [](const std::vector<std::int64_t>& v) {
-      std::vector<unsigned int> out;
-      for (auto x : v) out.push_back(static_cast<unsigned int>(x));
-      return out;
-    };
-    const FatTreeShape shape = fat_tree_shape(sc).value();  // checked before the run (check_fabric)
-    auto down = to_u(shape.down);
-    auto up = to_u(shape.up);
-    auto levels = static_cast<unsigned int>(down.size());
-    std::vector<unsigned int> par = to_u(shape.parallel);
-    auto* zone =
-        sg4::create_fatTree_zone("fabric", nullptr, sg4::FatTreeParams(levels, down, up, par), callbacks, bw, lat, policy);
-    zone->seal();
-    // Per tier: the links above the leaves (level 2 and up) take the spine's figures and a
-    // switch's latency each; a node's links to its leaves carry half a switch, and the ports of
-    // every NIC the node has (its NICs' cables, spread over the links to its leaves).
-    const auto up0 = static_cast<int>(up[0] * par[0]);
-    const double ports = nm.on && nm.nics > up0 ? static_cast<double>(nm.nics) / up0 : 1.0;
-    const double spine_bw = sc.has("fabric.spine.bandwidth") ? sc.get_bandwidth("fabric.spine.bandwidth") : bw;
-    const double spine_lat = (sc.has("fabric.spine.latency") ? sc.get_time("fabric.spine.latency") : lat) + sw_lat;
-    if (sc.has("fabric.spine.bandwidth") || sc.has("fabric.spine.latency") || sw_lat > 0 || ports > 1) {
-      for (sg4::Link* l : sg4::Engine::get_instance()->get_all_links()) {
-        long c = 0, p = 0, k = 0;
-        if (std::sscanf(l->get_name().c_str(), "link_from_%ld_%ld_%ld_", &c, &p, &k) != 3) continue;
-        if (fat_tree_level(shape, machines, k) >= 2) {
-          l->set_bandwidth(spine_bw);
-          l->set_latency(spine_lat);
-        } else {
-          l->set_bandwidth(bw * ports);
-          l->set_latency(node_link_lat);
-        }
-      }
-    }
-  } else if (model.topology == "torus") {
-    std::vector<unsigned long> dims;
-    for (auto d : sc.get_ints("fabric.torus.dims")) dims.push_back(static_cast<unsigned long>(d));
-    auto* zone = sg4::create_torus_zone("fabric", nullptr, dims, callbacks, bw, lat, policy);
-    zone->seal();
-  } else if (model.topology == "dragonfly") {
-    auto g = sc.get_ints("fabric.dragonfly.groups"), c = sc.get_ints("fabric.dragonfly.chassis"),
-         r = sc.get_ints("fabric.dragonfly.routers");
-    auto pr = [](const std::vector<std::int64_t>& v) {
-      return std::make_pair(static_cast<unsigned>(v[0]), static_cast<unsigned>(v[1]));
-    };
-    auto* zone = sg4::create_dragonfly_zone(
-        "fabric", nullptr,
-        sg4::DragonflyParams(pr(g), pr(c), pr(r), static_cast<unsigned>(sc.get_int("fabric.dragonfly.blades"))), callbacks, bw,
-        lat, policy);
-    zone->seal();
-  }
+  const TopologyKind* kind = find_topology(model.topology);
+  if (!kind) throw std::logic_error("build_platform: topology " + model.topology + " has no builder (check_fabric should have refused it)");
+  Fabric f{sc, model, bw, lat, sw_lat, node_link_lat, upper_link_lat, n, machines, kSpeed, node, eps, nic_lat, plain_host, nic_link, callbacks, policy};
+  kind->build(f);
   return eps;
 }
 

@@ -1,0 +1,41 @@
+// star: every node (a host, or with a node model its zone) has one split-duplex link to one
+// switch; a route crosses two links.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <simgrid/s4u.hpp>
+
+#include "simgrid/topologies/topology.h"
+
+namespace rdmalab::sim {
+
+void build_star(Fabric& f) {
+  const double bw = f.bw;
+  const double node_link_lat = f.node_link_lat;
+  const int machines = f.machines;
+  const NodeModel& nm = f.model.node;
+  NodeBuilder& node = f.node;
+  std::vector<RankEndpoints>& eps = f.eps;
+  const double nic_lat = f.nic_lat;
+  const auto& plain_host = f.plain_host;
+  const auto& nic_link = f.nic_link;
+  auto* zone = sg4::create_star_zone("fabric");
+  // A node with several NICs has as many ports on the switch: its link carries all of them.
+  const double node_bw = nm.on ? bw * nm.nics : bw;
+  for (int i = 0; i < machines; ++i) {
+    auto* link = zone->create_split_duplex_link(fmt::format("link-{}", i), node_bw)->set_latency(node_link_lat)->seal();
+    std::vector<sg4::LinkInRoute> route;
+    if (nic_lat > 0) route.emplace_back(nic_link(zone, static_cast<unsigned long>(i)), sg4::LinkInRoute::Direction::UP);
+    route.emplace_back(link, sg4::LinkInRoute::Direction::UP);
+    if (nm.on) {
+      auto [np, gw] = node.build(zone, static_cast<unsigned long>(i), eps);
+      zone->add_route(np, nullptr, gw, nullptr, route, true);
+    } else {
+      sg4::Host* h = plain_host(zone, static_cast<unsigned long>(i));
+      zone->add_route(h->get_netpoint(), nullptr, nullptr, nullptr, route, true);
+    }
+  }
+  zone->seal();
+}
+
+}  // namespace rdmalab::sim
