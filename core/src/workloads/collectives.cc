@@ -72,7 +72,6 @@ std::string tuning_text(const CollectiveChoice& ch) {
   return out;
 }
 
-
 std::vector<std::uint64_t> requested_sizes(const Scenario& sc) {
   return sc.is_set("workload.sizes") ? sc.get_sizes("workload.sizes") : std::vector<std::uint64_t>{sc.get_size("workload.size")};
 }
