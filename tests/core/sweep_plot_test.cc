@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <unistd.h>
 #include <fstream>
 
 #include "rdmalab/files.h"
@@ -28,7 +29,11 @@ ResultRow collective_row(std::uint64_t bytes, double busbw, const char* placemen
 }
 
 SweepFile written_and_read(const std::vector<SweepAxis>& axes, const std::vector<SweepResult>& results, bool zip = false) {
-  const auto path = std::filesystem::temp_directory_path() / "rdmalab-sweep-plot-test.json";
+  // One file per test and process: ctest runs these tests side by side (they shared one name,
+  // and one test read the other's sweep).
+  const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  const auto path = std::filesystem::temp_directory_path() /
+                    (std::string("rdmalab-sweep-plot-") + test->name() + "-" + std::to_string(::getpid()) + ".json");
   EXPECT_TRUE(write_file_atomically(path.string(), sweep_json("s.yaml", "simgrid", zip, axes, results)));
   auto s = read_sweep(path.string());
   EXPECT_TRUE(s) << s.status().message();
