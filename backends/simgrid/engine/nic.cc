@@ -245,8 +245,7 @@ void release_held(World& w, SimgridQp* qp) {
   while (!qp->held_.empty()) {
     auto& [op, min_latency] = qp->held_.front();
     if (!op->dead) {
-      const bool rd = op->wr.opcode == SendOpcode::rdma_read || op->wr.opcode == SendOpcode::atomic_fetch_add ||
-                      op->wr.opcode == SendOpcode::atomic_cmp_swap;
+      const bool rd = op->wr.opcode == SendOpcode::rdma_read || is_atomic(op->wr.opcode);
       if (rd && qp->rd_outstanding_ >= rd_atomic_limit(w, *qp)) return;
       if (rd) ++qp->rd_outstanding_;
       start_op(w, *op, min_latency, true);
@@ -391,8 +390,7 @@ void phase_ended(World& w, const OpPtr& op) {
       if (const SimgridQp* peer = op->qp->peer()) w.nics[static_cast<std::size_t>(peer->rank_)]->tx_bytes += op->len;
     }
     at_requester(*op);
-    const bool atomic = op->wr.opcode == SendOpcode::atomic_fetch_add || op->wr.opcode == SendOpcode::atomic_cmp_swap;
-    if (read || atomic) release_held(w, op->qp);
+    if (read || is_atomic(op->wr.opcode)) release_held(w, op->qp);
     return;
   }
   if (!read) w.nics[static_cast<std::size_t>(op->qp->rank_)]->tx_bytes += op->len;
