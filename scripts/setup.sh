@@ -13,6 +13,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev libgl-dev
   clang  # libFuzzer for tests/fuzz
+  clang-19 libclang-rt-19-dev  # the sanitized suite (scripts/test.sh): its ASan runtime is safe to fork
 )
 
 missing=()

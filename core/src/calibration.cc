@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "rdmalab/units.h"
@@ -72,25 +73,148 @@ Result<Calibration> load_calibration(const std::string& path) {
   return c;
 }
 
-Result<Calibration> calibrate(const std::vector<ResultRow>& measured, const std::vector<ResultRow>& predicted) {
-  std::map<std::uint64_t, double> bw, lat;
-  for (const auto& m : measured)
+namespace {
+
+std::string resolved_value(const RunFile& f, const std::string& key) {
+  for (const auto& k : f.info.resolved)
+    if (k.key == key) return k.value;
+  return "";
+}
+
+// The factor per size, from the rows both runs have (perftest point-to-point rows; collectives'
+// rows are left out: their time is the sum of many transfers, not one message's).
+void match_rows(const std::vector<ResultRow>& measured, const std::vector<ResultRow>& predicted, CalibrationFit& fit) {
+  std::map<std::uint64_t, CalibrationPoint> bw, lat;
+  std::vector<std::string> lonely;
+  for (const auto& m : measured) {
+    if (m.extra.count("busbw_gbps")) continue;
+    bool found = false;
     for (const auto& p : predicted) {
-      if (m.workload != p.workload || m.bytes != p.bytes) continue;
-      if (m.lat && p.lat && p.lat->typical_us > 0)
-        lat[m.bytes] = m.lat->typical_us / p.lat->typical_us;
-      else if (!m.lat && !p.lat && p.bw_gbps > 0 && !m.extra.count("busbw_gbps"))
-        bw[m.bytes] = std::min(1.0, m.bw_gbps / p.bw_gbps);
+      if (m.workload != p.workload || m.bytes != p.bytes || p.extra.count("busbw_gbps") || bool(m.lat) != bool(p.lat)) continue;
+      found = true;
+      CalibrationPoint pt{m.workload, m.bytes, bool(m.lat), 0, 0, 1, ""};
+      if (m.lat && p.lat->typical_us > 0) {
+        pt.measured = m.lat->typical_us;
+        pt.predicted = p.lat->typical_us;
+        pt.factor = pt.measured / pt.predicted;
+        lat[m.bytes] = pt;
+      } else if (!m.lat && p.bw_gbps > 0) {
+        pt.measured = m.bw_gbps;
+        pt.predicted = p.bw_gbps;
+        pt.factor = pt.measured / pt.predicted;
+        bw[m.bytes] = pt;
+      }
+      break;
     }
-  if (bw.empty() && lat.empty())
+    if (!found) lonely.push_back(fmt::format("{} {}", m.workload, units::format_size(m.bytes)));
+  }
+  if (!lonely.empty()) {
+    std::string list;
+    for (std::size_t i = 0; i < lonely.size() && i < 4; ++i) list += (i ? ", " : "") + lonely[i];
+    if (lonely.size() > 4) list += fmt::format(" and {} more", lonely.size() - 4);
+    fit.notes.push_back(fmt::format("{} measured size(s) have no prediction and are left out: {}", lonely.size(), list));
+  }
+  for (auto& [size, pt] : bw) fit.points.push_back(pt);
+  for (auto& [size, pt] : lat) fit.points.push_back(pt);
+}
+
+void add_steps(CalibrationFit& fit) {
+  double* err[2] = {&fit.bw_step_error, &fit.lat_step_error};
+  std::uint64_t* at[2] = {&fit.bw_step_at, &fit.lat_step_at};
+  const CalibrationPoint* prev[2] = {nullptr, nullptr};
+  for (const auto& pt : fit.points) {
+    auto& steps = pt.latency ? fit.calibration.latency : fit.calibration.bandwidth;
+    const double f = pt.latency ? pt.factor : std::min(1.0, pt.factor);
+    steps.emplace_back(steps.empty() ? 0 : pt.bytes, f);
+    const int k = pt.latency ? 1 : 0;
+    if (prev[k]) {
+      const double pf = pt.latency ? prev[k]->factor : std::min(1.0, prev[k]->factor);
+      const double e = std::abs(pf / f - 1);
+      if (e > *err[k]) *err[k] = e, *at[k] = pt.bytes;
+    }
+    prev[k] = &pt;
+  }
+}
+
+}  // namespace
+
+Result<CalibrationFit> fit_calibration(const RunFile& measured, const RunFile& predicted, bool force) {
+  for (const RunFile* f : {&measured, &predicted}) {
+    const char* which = f == &measured ? "the measured run" : "the prediction";
+    if (f->info.status != "ok")
+      return Status(Errc::invalid_argument, fmt::format("{} ({}) is a run that {}{}: calibrate from finished runs only", which, f->path,
+                                                        f->info.status, f->info.error.empty() ? "" : " (" + f->info.error + ")"));
+    for (const auto& r : f->rows)
+      if (r.errors > 0)
+        return Status(Errc::invalid_argument, fmt::format("{} ({}) delivered {} wrong byte(s) or failed completion(s) at {} {}: its figures "
+                                                          "are not a measurement to calibrate from",
+                                                          which, f->path, r.errors, r.workload, units::format_size(r.bytes)));
+  }
+  if (!predicted.info.backend.empty() && predicted.info.backend != "simgrid")
+    return Status(Errc::invalid_argument, fmt::format("the prediction ({}) ran on {}: it must be the SimGrid model's run of the same "
+                                                      "scenario (--backend simgrid)", predicted.path, predicted.info.backend));
+  const std::string model = resolved_value(predicted, "fabric.model");
+  if (!model.empty() && model != "calibrated")
+    return Status(Errc::invalid_argument, fmt::format("the prediction ({}) ran the {} model; the calibration applies to fabric.model: "
+                                                      "calibrated: run the prediction again with --set fabric.model=calibrated", predicted.path, model));
+  const std::string already = resolved_value(predicted, "fabric.calibration");
+  if (!already.empty())
+    return Status(Errc::invalid_argument, fmt::format("the prediction ({}) was calibrated already (fabric.calibration: {}): factors from it "
+                                                      "would multiply that file's; predict without a calibration file", predicted.path, already));
+  CalibrationFit fit;
+  match_rows(measured.rows, predicted.rows, fit);
+  if (fit.points.empty())
     return Status(Errc::invalid_argument, "no message size appears in both runs (same workload, same sizes): nothing to calibrate");
-  Calibration c;
-  auto steps = [](const std::map<std::uint64_t, double>& m, std::vector<std::pair<std::uint64_t, double>>& out) {
-    for (const auto& [size, f] : m) out.emplace_back(out.empty() ? 0 : size, f);
+  std::string bad;
+  for (auto& pt : fit.points) {
+    const double f = pt.factor;
+    if (!pt.latency && f < kMinBandwidthFactor)
+      pt.problem = fmt::format("the device reached {:.1f} % of the model's bandwidth: does the scenario's fabric describe it (link rate, "
+                               "a Soft-RoCE port)?", 100 * f);
+    else if (!pt.latency && f > kMaxBandwidthFactor)
+      pt.problem = fmt::format("the device was {:.1f} % faster than the model allows: the scenario's link is slower than the device's",
+                               100 * (f - 1));
+    else if (pt.latency && (f < kMinLatencyFactor || f > kMaxLatencyFactor))
+      pt.problem = fmt::format("the measured latency is {:.3g}x the model's: an emulated NIC (Soft-RoCE) or a fabric the scenario does not "
+                               "describe", f);
+    if (!pt.problem.empty() && bad.empty()) bad = fmt::format("{} {}: factor {:.4f}: {}", pt.workload, units::format_size(pt.bytes), f, pt.problem);
+  }
+  if (!bad.empty() && !force)
+    return Status(Errc::invalid_argument, fmt::format("implausible factor at {} (plausible: bandwidth {}..{}, latency {}..{}; --force keeps it)",
+                                                      bad, kMinBandwidthFactor, kMaxBandwidthFactor, kMinLatencyFactor, kMaxLatencyFactor));
+  add_steps(fit);
+  return fit;
+}
+
+Result<Calibration> calibrate(const std::vector<ResultRow>& measured, const std::vector<ResultRow>& predicted) {
+  RunFile m, p;
+  m.rows = measured;
+  p.rows = predicted;
+  RDMALAB_ASSIGN(CalibrationFit fit, fit_calibration(m, p, false));
+  return std::move(fit.calibration);
+}
+
+std::string calibration_report(const CalibrationFit& fit) {
+  std::string out;
+  for (const auto& n : fit.notes) out += "# note: " + n + "\n";
+  out += fmt::format("{:<10} {:>10} {:>8} {:>14} {:>14} {:>8}\n", "workload", "size", "kind", "measured", "predicted", "factor");
+  for (const auto& pt : fit.points) {
+    const char* unit = pt.latency ? "us" : "Gb/s";
+    out += fmt::format("{:<10} {:>10} {:>8} {:>9.3f} {:<4} {:>9.3f} {:<4} {:>8.4f}{}\n", pt.workload, units::format_size(pt.bytes),
+                       pt.latency ? "latency" : "bw", pt.measured, unit, pt.predicted, unit, pt.factor,
+                       pt.problem.empty() ? "" : "  <- " + pt.problem);
+  }
+  auto step = [&](const char* what, double e, std::uint64_t at, bool any) {
+    if (!any) return;
+    out += fmt::format("{} steps: {}\n", what,
+                       e == 0 ? std::string("one size, or the same factor at every size")
+                              : fmt::format("the factor changes by up to {:.1f} % between measured sizes (at {}); a size in between takes "
+                                            "the lower one's factor, so it can be off by that much{}",
+                                            100 * e, units::format_size(at), e > 0.05 ? ": measure more sizes there" : ""));
   };
-  steps(bw, c.bandwidth);
-  steps(lat, c.latency);
-  return c;
+  step("bandwidth", fit.bw_step_error, fit.bw_step_at, !fit.calibration.bandwidth.empty());
+  step("latency", fit.lat_step_error, fit.lat_step_at, !fit.calibration.latency.empty());
+  return out;
 }
 
 std::string calibration_yaml(const Calibration& c, const std::string& comment) {

@@ -61,7 +61,7 @@ Result<Comparison> compare_runs(const RunFile& a, const std::string& la, const R
     return Status(Errc::invalid_argument, fmt::format("{} has {} rows and {} has {} rows: they do not compare", a.path, ta.kind, b.path, tb.kind));
   for (const auto* side : {&a, &b}) {
     const std::string& l = side == &a ? la : lb;
-    if (side->has_info && side->info.status != "ok")
+    if (side->info.status != "ok")
       c.warnings.push_back(fmt::format("{} ({}) is a run that {}{}: its rows are what it finished before it stopped", l, side->path,
                                        side->info.status, side->info.error.empty() ? "" : ": " + side->info.error));
     if (side->rows.empty()) c.warnings.push_back(fmt::format("{} ({}) has no rows", l, side->path));

@@ -261,6 +261,7 @@ Result<RunFile> read_run(const std::string& path) {
   if (!j.is_discarded() && j.is_object() && j.value("type", "") == "header") {
     RDMALAB_ASSIGN(Record rec, read_record(path));
     f.info.backend = rec.backend.empty() && !rec.rows.empty() ? rec.rows.front().backend : rec.backend;
+    f.info.status = rec.status.empty() ? "did not finish (the record has no end line)" : rec.status;
     f.rows = std::move(rec.rows);
     return f;
   }

@@ -78,6 +78,70 @@ TEST(Cli, CalibrateWritesAFileTheModelReads) {
   EXPECT_NE(r.out.find("/nonexistent.json: cannot open"), std::string::npos) << r.out;
 }
 
+// calibrate shows each size's figures and factor, and refuses what would make a calibration that
+// hides a problem: a failed run, a prediction that is not the calibrated model's (or is already
+// calibrated), and factors no real fabric gives (unless --force).
+TEST(Cli, CalibrateShowsItsTableAndRefusesWhatItCannotTrust) {
+  namespace fs = std::filesystem;
+  const fs::path dir = tmpdir() / "calibrate-trust";
+  fs::create_directories(dir);
+  const std::string measured = (dir / "measured.json").string(), predicted = (dir / "predicted.json").string();
+  const std::string sweep = " --set workload.sizes=4KiB..64KiB --set workload.iterations=100 --set fabric.model=calibrated";
+  ASSERT_EQ(rdmalab("run " + scenario("write-bw-64k.yaml") + sweep + " --set fabric.link_layer=roce --json " + measured).status, 0);
+  ASSERT_EQ(rdmalab("run " + scenario("write-bw-64k.yaml") + sweep + " --json " + predicted).status, 0);
+  CliRun r = rdmalab("calibrate " + measured + " " + predicted + " -o " + (dir / "cal.yaml").string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("measured"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("64KiB"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("bandwidth steps: the factor changes by up to"), std::string::npos) << r.out;
+
+  // A run that failed: its rows are what it finished before it stopped.
+  nlohmann::json j;
+  std::ifstream(measured) >> j;
+  j["status"] = "failed";
+  j["error"] = "rank 1: timeout";
+  const std::string failed = (dir / "failed.json").string();
+  std::ofstream(failed) << j.dump();
+  r = rdmalab("calibrate " + failed + " " + predicted);
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("is a run that failed (rank 1: timeout): calibrate from finished runs only"), std::string::npos) << r.out;
+
+  // Predictions that are not the calibrated model's.
+  const std::string alpha = (dir / "alpha.json").string(), calibrated = (dir / "calibrated.json").string();
+  ASSERT_EQ(rdmalab("run " + scenario("write-bw-64k.yaml") + sweep + " --set fabric.model=alpha_beta --json " + alpha).status, 0);
+  r = rdmalab("calibrate " + measured + " " + alpha);
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("ran the alpha_beta model"), std::string::npos) << r.out;
+  ASSERT_EQ(rdmalab("run " + scenario("write-bw-64k.yaml") + sweep + " --set fabric.calibration=" + (dir / "cal.yaml").string() + " --json " +
+                    calibrated).status, 0);
+  r = rdmalab("calibrate " + measured + " " + calibrated);
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("was calibrated already"), std::string::npos) << r.out;
+  const std::string loop = (dir / "loopback.json").string();
+  ASSERT_EQ(rdmalab("run " + scenario("write-bw-64k.yaml") + " --backend loopback --set workload.sizes=4KiB..64KiB --set workload.iterations=100 "
+                    "--json " + loop).status, 0);
+  r = rdmalab("calibrate " + measured + " " + loop);
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("ran on loopback: it must be the SimGrid model's run"), std::string::npos) << r.out;
+
+  // A "device" of 10 Gb/s against the scenario's 100 Gb/s: refused, then kept with --force.
+  const std::string slow = (dir / "slow.json").string();
+  ASSERT_EQ(rdmalab("run " + scenario("write-bw-64k.yaml") + sweep + " --set fabric.link.bandwidth=10Gbps --json " + slow).status, 0);
+  r = rdmalab("calibrate " + slow + " " + predicted);
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("implausible factor at write_bw 4KiB"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("does the scenario's fabric describe it"), std::string::npos) << r.out;
+  r = rdmalab("calibrate " + slow + " " + predicted + " --force -o " + (dir / "forced.yaml").string());
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("<- the device reached"), std::string::npos) << r.out;
+  // The other way round, the "device" beats the model's link: never a factor above 1 in the file.
+  r = rdmalab("calibrate " + predicted + " " + slow + " --force -o " + (dir / "fast.yaml").string());
+  EXPECT_EQ(r.status, 0) << r.out;
+  std::stringstream fast;
+  fast << std::ifstream(dir / "fast.yaml").rdbuf();
+  EXPECT_NE(fast.str().find("1.0000]"), std::string::npos) << fast.str();
+}
+
 TEST(Cli, LatencyRunReportsPerftestColumns) {
   CliRun r = rdmalab("run " + scenario("write-bw-64k.yaml") + " --backend loopback --set workload.type=send_lat --set workload.size=8B");
   ASSERT_EQ(r.status, 0) << r.out;
