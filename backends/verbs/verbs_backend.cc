@@ -833,8 +833,11 @@ Result<std::unique_ptr<QueuePair>> VerbsPd::create_qp(CompletionQueue& send_cq, 
 }
 
 // Capabilities from the device itself; the inline limit by asking for QPs until one is made.
+double port_gbps(const ibv_port_attr& pa);
+
 Capabilities probe_caps(const Selected& s) {
   Capabilities c;
+  c.port_gbps = port_gbps(s.port_attr);
   ibv_device_attr da{};
   ibv_query_device(s.ctx, &da);
   c.rdma_read = true;
@@ -920,8 +923,6 @@ VerbsOptions read_options(const Scenario* sc) {
   if (sc->has("workload.gpu_path")) o.gpu_path = sc->get_string("workload.gpu_path");
   return o;
 }
-
-double port_gbps(const ibv_port_attr& pa);
 
 // Rank 0 says once when the scenario's fabric does not describe the device this run found (the
 // model's prediction of the scenario is then for other hardware): a note, not a failure.

@@ -163,6 +163,16 @@ Result<CalibrationFit> fit_calibration(const RunFile& measured, const RunFile& p
                                                       "would multiply that file's; predict without a calibration file", predicted.path, already));
   CalibrationFit fit;
   match_rows(measured.rows, predicted.rows, fit);
+  // The device the measurement ran on (verbs rows carry its port's active rate) against the
+  // model's links: factors would fold a different link rate into "NIC effects".
+  auto link = units::parse_bandwidth(resolved_value(predicted, "fabric.link.bandwidth"));
+  for (const auto& r : measured.rows)
+    if (r.extra.count("port_gbps") && link && std::abs(*link * 8 / 1e9 - r.extra.at("port_gbps")) > 0.1 * r.extra.at("port_gbps")) {
+      fit.notes.push_back(fmt::format("the prediction models {:g} Gb/s links and the measurement ran on a port active at {:g} Gb/s: predict "
+                                      "with --set fabric.link.bandwidth={:g}Gbps so the factors hold only what the model lacks",
+                                      *link * 8 / 1e9, r.extra.at("port_gbps"), r.extra.at("port_gbps")));
+      break;
+    }
   if (fit.points.empty())
     return Status(Errc::invalid_argument, "no message size appears in both runs (same workload, same sizes): nothing to calibrate");
   std::string bad;

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <map>
 
+#include "rdmalab/units.h"
+
 namespace rdmalab {
 
 namespace {
@@ -76,10 +78,25 @@ Result<Comparison> compare_runs(const RunFile& a, const std::string& la, const R
   const bool real_a = a.info.backend == "verbs", real_b = b.info.backend == "verbs";
   if (real_a != real_b && (a.info.backend == "simgrid" || b.info.backend == "simgrid")) {
     const RunFile& model = real_a ? b : a;
+    const RunFile& real = real_a ? a : b;
     const std::string bw = resolved(model, "fabric.link.bandwidth");
-    c.warnings.push_back(fmt::format("{} is the model of {}; {} measured the device it ran on: check that the scenario's fabric describes "
-                                     "that device (the verbs run said so on stderr if its port's active rate differs)",
-                                     real_a ? lb : la, bw.empty() ? "its scenario's fabric" : "a fabric of " + bw + " links", real_a ? la : lb));
+    // The device's active rate, as the verbs run found it (port_gbps), against the model's links.
+    const ResultRow* dev = nullptr;
+    for (const auto& r : real.rows)
+      if (r.extra.count("port_gbps")) dev = &r;
+    auto link = units::parse_bandwidth(bw);
+    if (dev && link) {
+      const double have = dev->extra.at("port_gbps"), want = *link * 8 / 1e9;
+      const auto note = dev->notes.find("device");
+      if (std::abs(want - have) > 0.1 * have)
+        c.warnings.push_back(fmt::format("{} models links of {:g} Gb/s, but {} ran on {} active at {:g} Gb/s: the prediction is for other "
+                                         "hardware (run the model with --set fabric.link.bandwidth={:g}Gbps)",
+                                         real_a ? lb : la, want, real_a ? la : lb, note == dev->notes.end() ? "a port" : note->second, have, have));
+    } else {
+      c.warnings.push_back(fmt::format("{} is the model of {}; {} measured the device it ran on: check that the scenario's fabric describes "
+                                       "that device (the verbs run said so on stderr if its port's active rate differs)",
+                                       real_a ? lb : la, bw.empty() ? "its scenario's fabric" : "a fabric of " + bw + " links", real_a ? la : lb));
+    }
   }
 
   const ResultTable& shape = ta.cells.empty() ? tb : ta;

@@ -350,6 +350,20 @@ TEST(CliCompare, PairsRowsByWhatTheyAreAndSaysWhatIsDoubtful) {
   EXPECT_EQ(f.status, 0) << f.out;
   EXPECT_NE(f.out.find("is a run that failed: rank 1 died"), std::string::npos) << f.out;
   EXPECT_EQ(rdmalab("compare " + d + "/a.json " + d + "/missing.json").status, 2);
+  // A verbs run's rows name the port it measured (as on Soft-RoCE: rxe0 at 10 Gb/s); against a
+  // model of 100 Gb/s links the comparison says so with both numbers.
+  nlohmann::json v;
+  std::ifstream(d + "/a.json") >> v;
+  v["backend"] = "verbs";
+  for (auto& r : v["results"]) {
+    r["backend"] = "verbs";
+    r["device"] = "rxe0";
+    r["port_gbps"] = 10;
+  }
+  { std::ofstream(d + "/verbs.json") << v.dump(); }
+  CliRun port = rdmalab("compare " + d + "/a.json " + d + "/verbs.json");
+  EXPECT_EQ(port.status, 0) << port.out;
+  EXPECT_NE(port.out.find("simgrid models links of 100 Gb/s, but verbs ran on rxe0 active at 10 Gb/s"), std::string::npos) << port.out;
 }
 
 // validate reports every problem of a file in one pass, each with its line and key.

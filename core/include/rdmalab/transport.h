@@ -54,6 +54,10 @@ struct Capabilities {
   bool models_gpu_memory = false;
   // An NVSwitch that reduces (NVLink SHARP) can be modelled: Device::switch_collective.
   bool switch_reduction = false;
+  // The port's active rate in Gb/s (verbs: ibv_query_port's width x speed, as ibv_devinfo shows
+  // it); 0 where there is no real port (the model, loopback). Rows carry it (port_gbps), so a
+  // comparison can tell when the scenario's fabric does not describe the device.
+  double port_gbps = 0;
 };
 
 // Memory access rights, combined with |. Local read is always granted.

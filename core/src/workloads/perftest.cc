@@ -469,6 +469,11 @@ ResultRow base_row(const RankEnv& env, const char* name, std::uint64_t size) {
   row.workload = name;
   row.bytes = size;
   row.ranks = env.size;
+  // The device measured, where it is real: its name and port rate (compare checks the fabric).
+  if (env.dev.caps().port_gbps > 0) {
+    row.notes["device"] = env.dev.name();
+    row.extra["port_gbps"] = env.dev.caps().port_gbps;
+  }
   return row;
 }
 
