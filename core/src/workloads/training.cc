@@ -21,6 +21,7 @@
 
 #include "engine.h"
 #include "rdmalab/gpus.h"
+#include "rdmalab/progress.h"
 #include "rdmalab/units.h"
 #include "rdmalab/workloads/common.h"
 #include "rdmalab/workloads/tuning.h"
@@ -346,6 +347,10 @@ Status run_dp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
   std::vector<Step> timed;
   std::uint64_t wrong = 0;
   std::string last_timeline;
+  if (env.rank == 0) {  // the progress line: steps, and within one the bytes rank 0 has sent
+    work_meter().reset();
+    work_meter().plan_steps(p.warmup + p.steps);
+  }
   for (std::uint64_t it = 0; it < p.warmup + p.steps; ++it) {
     const bool last = it + 1 == p.warmup + p.steps;
     if (last) RDMALAB_TRY(load_grads());
@@ -416,6 +421,7 @@ Status run_dp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
     if (it + 1 == p.warmup + p.steps) last_timeline = timeline_text(phases);
     if (first_launch >= 0) comm += t1 - first_launch;
     if (it >= p.warmup) timed.push_back({t1 - t0, compute, comm});
+    if (env.rank == 0) work_meter().step_done();
     if (last && p.verify) {
       std::vector<std::uint8_t> got(grad_bytes), want = grads_of(0);
       for (int m = 1; m < dp; ++m) {
@@ -514,6 +520,10 @@ Status run_pp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
 
   std::vector<double> steps, busy_v;
   std::uint64_t wrong = 0;
+  if (env.rank == 0) {
+    work_meter().reset();
+    work_meter().plan_steps(p.warmup + p.steps);
+  }
   for (std::uint64_t it = 0; it < p.warmup + p.steps; ++it) {
     RDMALAB_TRY(env.boot.barrier());
     const double t0 = env.rt.now();
@@ -571,6 +581,7 @@ Status run_pp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
       steps.push_back(t);
       busy_v.push_back(busy);
     }
+    if (env.rank == 0) work_meter().step_done();
   }
   double step = 0, busy = 0;
   for (std::size_t i = 0; i < steps.size(); ++i) {
