@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 
+#include "rdmalab/compare.h"
 #include "rdmalab/units.h"
 
 namespace rdmalab {
@@ -75,12 +76,6 @@ Result<Calibration> load_calibration(const std::string& path) {
 
 namespace {
 
-std::string resolved_value(const RunFile& f, const std::string& key) {
-  for (const auto& k : f.info.resolved)
-    if (k.key == key) return k.value;
-  return "";
-}
-
 // The factor per size, from the rows both runs have (perftest point-to-point rows; collectives'
 // rows are left out: their time is the sum of many transfers, not one message's).
 void match_rows(const std::vector<ResultRow>& measured, const std::vector<ResultRow>& predicted, CalibrationFit& fit) {
@@ -108,32 +103,25 @@ void match_rows(const std::vector<ResultRow>& measured, const std::vector<Result
     }
     if (!found) lonely.push_back(fmt::format("{} {}", m.workload, units::format_size(m.bytes)));
   }
-  if (!lonely.empty()) {
-    std::string list;
-    for (std::size_t i = 0; i < lonely.size() && i < 4; ++i) list += (i ? ", " : "") + lonely[i];
-    if (lonely.size() > 4) list += fmt::format(" and {} more", lonely.size() - 4);
-    fit.notes.push_back(fmt::format("{} measured size(s) have no prediction and are left out: {}", lonely.size(), list));
-  }
+  if (!lonely.empty())
+    fit.notes.push_back(fmt::format("{} measured size(s) have no prediction and are left out: {}", lonely.size(), short_list(lonely)));
   for (auto& [size, pt] : bw) fit.points.push_back(pt);
   for (auto& [size, pt] : lat) fit.points.push_back(pt);
 }
 
 void add_steps(CalibrationFit& fit) {
-  double* err[2] = {&fit.bw_step_error, &fit.lat_step_error};
-  std::uint64_t* at[2] = {&fit.bw_step_at, &fit.lat_step_at};
-  const CalibrationPoint* prev[2] = {nullptr, nullptr};
   for (const auto& pt : fit.points) {
     auto& steps = pt.latency ? fit.calibration.latency : fit.calibration.bandwidth;
-    const double f = pt.latency ? pt.factor : std::min(1.0, pt.factor);
-    steps.emplace_back(steps.empty() ? 0 : pt.bytes, f);
-    const int k = pt.latency ? 1 : 0;
-    if (prev[k]) {
-      const double pf = pt.latency ? prev[k]->factor : std::min(1.0, prev[k]->factor);
-      const double e = std::abs(pf / f - 1);
-      if (e > *err[k]) *err[k] = e, *at[k] = pt.bytes;
-    }
-    prev[k] = &pt;
+    steps.emplace_back(steps.empty() ? 0 : pt.bytes, pt.latency ? pt.factor : std::min(1.0, pt.factor));
   }
+  auto largest = [](const std::vector<std::pair<std::uint64_t, double>>& steps, double& err, std::uint64_t& at) {
+    for (std::size_t i = 1; i < steps.size(); ++i) {
+      const double e = std::abs(steps[i - 1].second / steps[i].second - 1);
+      if (e > err) err = e, at = steps[i].first;
+    }
+  };
+  largest(fit.calibration.bandwidth, fit.bw_step_error, fit.bw_step_at);
+  largest(fit.calibration.latency, fit.lat_step_error, fit.lat_step_at);
 }
 
 }  // namespace
@@ -153,11 +141,11 @@ Result<CalibrationFit> fit_calibration(const RunFile& measured, const RunFile& p
   if (!predicted.info.backend.empty() && predicted.info.backend != "simgrid")
     return Status(Errc::invalid_argument, fmt::format("the prediction ({}) ran on {}: it must be the SimGrid model's run of the same "
                                                       "scenario (--backend simgrid)", predicted.path, predicted.info.backend));
-  const std::string model = resolved_value(predicted, "fabric.model");
+  const std::string model = predicted.resolved("fabric.model");
   if (!model.empty() && model != "calibrated")
     return Status(Errc::invalid_argument, fmt::format("the prediction ({}) ran the {} model; the calibration applies to fabric.model: "
                                                       "calibrated: run the prediction again with --set fabric.model=calibrated", predicted.path, model));
-  const std::string already = resolved_value(predicted, "fabric.calibration");
+  const std::string already = predicted.resolved("fabric.calibration");
   if (!already.empty())
     return Status(Errc::invalid_argument, fmt::format("the prediction ({}) was calibrated already (fabric.calibration: {}): factors from it "
                                                       "would multiply that file's; predict without a calibration file", predicted.path, already));
@@ -165,14 +153,10 @@ Result<CalibrationFit> fit_calibration(const RunFile& measured, const RunFile& p
   match_rows(measured.rows, predicted.rows, fit);
   // The device the measurement ran on (verbs rows carry its port's active rate) against the
   // model's links: factors would fold a different link rate into "NIC effects".
-  auto link = units::parse_bandwidth(resolved_value(predicted, "fabric.link.bandwidth"));
-  for (const auto& r : measured.rows)
-    if (r.extra.count("port_gbps") && link && std::abs(*link * 8 / 1e9 - r.extra.at("port_gbps")) > 0.1 * r.extra.at("port_gbps")) {
-      fit.notes.push_back(fmt::format("the prediction models {:g} Gb/s links and the measurement ran on a port active at {:g} Gb/s: predict "
-                                      "with --set fabric.link.bandwidth={:g}Gbps so the factors hold only what the model lacks",
-                                      *link * 8 / 1e9, r.extra.at("port_gbps"), r.extra.at("port_gbps")));
-      break;
-    }
+  if (auto port = port_check(predicted, measured); port && port->differs)
+    fit.notes.push_back(fmt::format("the prediction models {:g} Gb/s links and the measurement ran on a port active at {:g} Gb/s: predict "
+                                    "with --set fabric.link.bandwidth={:g}Gbps so the factors hold only what the model lacks",
+                                    port->link_gbps, port->port_gbps, port->port_gbps));
   if (fit.points.empty())
     return Status(Errc::invalid_argument, "no message size appears in both runs (same workload, same sizes): nothing to calibrate");
   std::string bad;

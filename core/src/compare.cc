@@ -48,13 +48,31 @@ std::vector<std::size_t> table_rows(const std::vector<ResultRow>& rows, const st
   return out;
 }
 
-std::string resolved(const RunFile& f, const std::string& key) {
-  for (const auto& k : f.info.resolved)
-    if (k.key == key) return k.value;
-  return "";
+}  // namespace
+
+std::optional<PortCheck> port_check(const RunFile& model, const RunFile& measured) {
+  auto link = units::parse_bandwidth(model.resolved("fabric.link.bandwidth"));
+  if (!link) return std::nullopt;
+  for (const auto& r : measured.rows) {
+    auto rate = r.extra.find("port_gbps");
+    if (rate == r.extra.end()) continue;
+    PortCheck c;
+    c.link_gbps = *link * 8 / 1e9;
+    c.port_gbps = rate->second;
+    auto dev = r.notes.find("device");
+    c.device = dev == r.notes.end() ? "a port" : dev->second;
+    c.differs = std::abs(c.link_gbps - c.port_gbps) > 0.1 * c.port_gbps;
+    return c;
+  }
+  return std::nullopt;
 }
 
-}  // namespace
+std::string short_list(const std::vector<std::string>& items, std::size_t shown) {
+  std::string s;
+  for (std::size_t i = 0; i < items.size() && i < shown; ++i) s += (i ? ", " : "") + items[i];
+  if (items.size() > shown) s += fmt::format(" and {} more", items.size() - shown);
+  return s;
+}
 
 Result<Comparison> compare_runs(const RunFile& a, const std::string& la, const RunFile& b, const std::string& lb) {
   Comparison c;
@@ -71,7 +89,7 @@ Result<Comparison> compare_runs(const RunFile& a, const std::string& la, const R
   // The fabric each side describes. A model predicts its scenario's fabric; a run on real verbs
   // measures the device it found, whatever the scenario says (its stderr notes a mismatch).
   for (const char* key : {"fabric.link.bandwidth", "fabric.link.latency", "fabric.nodes", "fabric.preset", "fabric.model"}) {
-    const std::string va = resolved(a, key), vb = resolved(b, key);
+    const std::string va = a.resolved(key), vb = b.resolved(key);
     if (!va.empty() && !vb.empty() && va != vb)
       c.warnings.push_back(fmt::format("{} differs: {} has {}, {} has {}", key, la, va, lb, vb));
   }
@@ -79,20 +97,13 @@ Result<Comparison> compare_runs(const RunFile& a, const std::string& la, const R
   if (real_a != real_b && (a.info.backend == "simgrid" || b.info.backend == "simgrid")) {
     const RunFile& model = real_a ? b : a;
     const RunFile& real = real_a ? a : b;
-    const std::string bw = resolved(model, "fabric.link.bandwidth");
-    // The device's active rate, as the verbs run found it (port_gbps), against the model's links.
-    const ResultRow* dev = nullptr;
-    for (const auto& r : real.rows)
-      if (r.extra.count("port_gbps")) dev = &r;
-    auto link = units::parse_bandwidth(bw);
-    if (dev && link) {
-      const double have = dev->extra.at("port_gbps"), want = *link * 8 / 1e9;
-      const auto note = dev->notes.find("device");
-      if (std::abs(want - have) > 0.1 * have)
+    if (auto port = port_check(model, real)) {
+      if (port->differs)
         c.warnings.push_back(fmt::format("{} models links of {:g} Gb/s, but {} ran on {} active at {:g} Gb/s: the prediction is for other "
                                          "hardware (run the model with --set fabric.link.bandwidth={:g}Gbps)",
-                                         real_a ? lb : la, want, real_a ? la : lb, note == dev->notes.end() ? "a port" : note->second, have, have));
+                                         real_a ? lb : la, port->link_gbps, real_a ? la : lb, port->device, port->port_gbps, port->port_gbps));
     } else {
+      const std::string bw = model.resolved("fabric.link.bandwidth");
       c.warnings.push_back(fmt::format("{} is the model of {}; {} measured the device it ran on: check that the scenario's fabric describes "
                                        "that device (the verbs run said so on stderr if its port's active rate differs)",
                                        real_a ? lb : la, bw.empty() ? "its scenario's fabric" : "a fabric of " + bw + " links", real_a ? la : lb));
@@ -179,14 +190,8 @@ Result<Comparison> compare_runs(const RunFile& a, const std::string& la, const R
       ++c.only_b;
       lonely_b.push_back(describe(tb, r, b.rows[b_rows[r]]));
     }
-  auto list = [](const std::vector<std::string>& v) {
-    std::string s;
-    for (std::size_t i = 0; i < v.size() && i < 4; ++i) s += (i ? ", " : "") + v[i];
-    if (v.size() > 4) s += fmt::format(" and {} more", v.size() - 4);
-    return s;
-  };
-  if (!lonely_a.empty()) c.warnings.push_back(fmt::format("{} row(s) of {} have no match in {}: {}", lonely_a.size(), la, lb, list(lonely_a)));
-  if (!lonely_b.empty()) c.warnings.push_back(fmt::format("{} row(s) of {} have no match in {}: {}", lonely_b.size(), lb, la, list(lonely_b)));
+  if (!lonely_a.empty()) c.warnings.push_back(fmt::format("{} row(s) of {} have no match in {}: {}", lonely_a.size(), la, lb, short_list(lonely_a)));
+  if (!lonely_b.empty()) c.warnings.push_back(fmt::format("{} row(s) of {} have no match in {}: {}", lonely_b.size(), lb, la, short_list(lonely_b)));
   return c;
 }
 

@@ -250,6 +250,12 @@ Result<Record> read_record(const std::string& path) {
   return f.record();
 }
 
+std::string RunFile::resolved(const std::string& key) const {
+  for (const auto& k : info.resolved)
+    if (k.key == key) return k.value;
+  return "";
+}
+
 Result<RunFile> read_run(const std::string& path) {
   RunFile f;
   f.path = path;

@@ -5,6 +5,7 @@
 // fabrics that differ — is listed before the table. `rdmalab compare` prints it.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,19 @@ struct Comparison {
   ResultTable table;                  // the identifying columns, then "<column> A", "<column> B", "<column> B/A"
   std::size_t matched = 0, only_a = 0, only_b = 0;
 };
+
+// The model's link rate against the port a measurement ran on (verbs rows carry its active rate,
+// port_gbps), when both are known: `differs` when they are more than 10 % apart, so the model
+// predicts other hardware.
+struct PortCheck {
+  double link_gbps = 0, port_gbps = 0;
+  std::string device;  // "a port" when the rows do not name it
+  bool differs = false;
+};
+std::optional<PortCheck> port_check(const RunFile& model, const RunFile& measured);
+
+// The first `shown` items, comma-separated, then "and N more".
+std::string short_list(const std::vector<std::string>& items, std::size_t shown = 4);
 
 // Errors: invalid_argument when the runs' rows are of different kinds (bandwidth and latency).
 Result<Comparison> compare_runs(const RunFile& a, const std::string& label_a, const RunFile& b, const std::string& label_b);

@@ -94,6 +94,8 @@ struct RunFile {
   RunInfo info;           // from a results file; a record gives its backend only
   bool has_info = false;  // a results file: status, error and resolved keys are known
   std::vector<ResultRow> rows;
+  // A key's value as the run resolved it (results files); empty when not known.
+  std::string resolved(const std::string& key) const;
 };
 
 // A finished run, from either a record (`--record`) or a results file (`--json`,
