@@ -10,6 +10,7 @@
 // rewrites the expected output after a change that was meant to alter what a lab shows.
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -156,9 +157,12 @@ Result<Step> execute(const std::string& command, const fs::path& root) {
   if (!::mkdtemp(tmpl)) return Status(Errc::io, fmt::format("mkdtemp: {}", std::strerror(errno)));
   const fs::path tmp(tmpl);
   const std::string out_path = (tmp / "out").string(), err_path = (tmp / "err").string();
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) return Status(Errc::io, fmt::format("fork: {}", std::strerror(errno)));
   if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // the labs command dies: so does the step it runs
+    if (::getppid() != parent) ::_exit(127);  // it was gone before the line above
     if (::chdir(root.c_str()) != 0) ::_exit(126);
     exec_self_into(argv_s, out_path, err_path);
   }

@@ -108,4 +108,17 @@ PY
   for f in "$dir"/sweep/points/*.json; do [ -e "$f" ] && check_json "$f" "$what"; done
   check_no_tmp "$dir/sweep" "$sig" "$what"
 done
-echo "PASS: $trials runs and $(((trials + 1) / 2)) sweeps killed at random; no process left, every output whole"
+# 3. rdmalab labs check: a process per lab step (which may fork a simulation of its own).
+labs_dir=$(cd "$(dirname "$0")/../../scenarios/labs" && pwd)
+for t in $(seq $(((trials + 3) / 4))); do
+  sig=${signals[$((RANDOM % 3))]}
+  delay=$(printf '0.%02d' $((RANDOM % 100)))
+  start "$rdmalab" labs check --dir "$labs_dir"
+  sleep "$delay"
+  kill -"$sig" "$p" 2>/dev/null || true
+  rc=0; wait "$p" || rc=$?
+  what="labs trial $t: SIG$sig after ${delay}s (exit $rc)"
+  echo "  $what"
+  wait_session_gone "$p" "$what"
+done
+echo "PASS: $trials runs, $(((trials + 1) / 2)) sweeps and $(((trials + 3) / 4)) lab checks killed at random; no process left, every output whole"
