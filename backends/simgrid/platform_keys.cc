@@ -1,5 +1,6 @@
 // The fabric's keys of the SimGrid model and its node presets (the schema's part of platform.h).
 #include "simgrid/platform.h"
+#include "simgrid/topologies/topology.h"
 
 #include <fmt/format.h>
 
@@ -7,6 +8,11 @@ namespace rdmalab::sim {
 
 void add_fabric_keys(Schema& s) {
   using T = ValueType;
+  // The topologies this model builds, from its table of kinds, and their shapes' node counts
+  // checked against fabric.nodes whichever backend runs.
+  s.add_allowed("fabric.topology", topology_names());
+  s.add_check(check_topology_nodes);
+  add_topology_keys(s);  // each kind's own keys
   s.add_choice(
       "fabric.model", "calibrated",
       "alpha_beta: link bandwidth and latency only (checkable against formulas); calibrated: adds NIC and packet effects",
@@ -28,26 +34,6 @@ void add_fabric_keys(Schema& s) {
         "latency of each switch a message crosses, paid once per switch (fabric.link.latency is then the cable's); star, fat_tree "
         "and rail_optimized", 0, 1e-3);
   s.add("record.interval", T::time, "10us", "simulated time between two samples of a --record file", 1e-9, 3600);
-  s.add("fabric.fat_tree.levels", T::integer, "2", "switch levels above the nodes", 1, 8);
-  s.add("fabric.fat_tree.down", T::int_list, "",
-        "children of a switch, per level from the leaves up (SimGrid's fat-tree); their product is the node count", 1, 1e6);
-  s.add("fabric.fat_tree.up", T::int_list, "",
-        "parents of an element, per level from the nodes up; a leaf with 16 down and 8 up is 2:1 oversubscribed", 1, 1e6);
-  s.add("fabric.spine.bandwidth", T::bandwidth, "", "fat_tree: bandwidth of the links above the leaves (default: fabric.link.bandwidth)", 1, 1e15);
-  s.add("fabric.spine.latency", T::time, "", "fat_tree: latency of the links above the leaves (default: fabric.link.latency)", 0, 1);
-  s.add("fabric.fat_tree.parallel", T::int_list, "",
-        "parallel links between an element and each parent, per level (default 1 each)", 1, 64);
-  s.add("fabric.fat_tree.radix", T::integer, "",
-        "ports of each switch, for a two-level tree built from fabric.nodes (instead of fabric.fat_tree.down/up): a leaf has "
-        "radix x k/(k+1) nodes and radix/(k+1) uplinks for oversubscription k:1",
-        2, 4096);
-  s.add("fabric.fat_tree.oversubscription", T::string, "1:1",
-        "k:1 at each leaf of a tree built from fabric.nodes (node links per uplink): 1:1 is non-blocking, 2:1 halves the spine");
-  s.add("fabric.torus.dims", T::int_list, "", "torus dimensions; their product is the node count", 1, 1e6);
-  s.add("fabric.dragonfly.groups", T::int_list, "", "[groups, links between two groups]", 1, 1e6);
-  s.add("fabric.dragonfly.chassis", T::int_list, "", "[chassis per group, links between two chassis]", 1, 1e6);
-  s.add("fabric.dragonfly.routers", T::int_list, "", "[routers per chassis, links between two routers]", 1, 1e6);
-  s.add("fabric.dragonfly.blades", T::integer, "1", "nodes per router", 1, 1e6);
 
   s.add("fabric.degrade.links", T::string_list, "",
         "what-if: the links whose bandwidth falls to fabric.degrade.factor, as node names from the record (node-3, leaf-1, "
@@ -61,8 +47,6 @@ void add_fabric_keys(Schema& s) {
   s.add("fabric.placement.seed", T::integer, "1", "random placement: the shuffle's seed (the same seed, the same placement)", 0, 9e18);
   s.add("fabric.placement.nodes", T::int_list, "",
         "list placement: the fabric node (0-based) of each of the job's nodes, in rank order; every node once", 0, 1e9);
-  s.add("fabric.rail.spines", T::integer, "1",
-        "rail_optimized: spine switches joining the rail leaves (0: rails are joined only through the nodes' NVLink)", 0, 1024);
 
   // Inside a node.
   s.add_choice("fabric.node.model", "none",

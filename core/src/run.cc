@@ -74,37 +74,8 @@ Status check_fabric_shape(const Scenario& sc) {
     return sc.error("fabric.gpu.generation", fmt::format("is {}, but fabric.gpu.model {} ({}) is {}: drop one, or make them agree",
                                                          sc.get_string("fabric.gpu.generation"), g->name, g->product,
                                                          workloads::gpu_generation_name(g->generation)));
-  const std::string topo = sc.get_string("fabric.topology");
-  const std::int64_t nodes = sc.get_int("fabric.nodes");
-  auto product = [](const std::vector<std::int64_t>& v) {
-    long double p = 1;  // lists of up to a million each: no integer overflow
-    for (auto x : v) p *= static_cast<long double>(x);
-    return p;
-  };
-  auto times = [](const std::vector<std::int64_t>& v) {
-    std::string t;
-    for (auto x : v) t += (t.empty() ? "" : " × ") + std::to_string(x);
-    return t;
-  };
-  auto mismatch = [&](const char* key, const std::string& how, long double n) {
-    return sc.error(key, fmt::format("{} = {:.0f} nodes, but fabric.nodes is {}", how, static_cast<double>(n), nodes));
-  };
-  if (topo == "fat_tree" && sc.has("fabric.fat_tree.down")) {
-    const auto down = sc.get_ints("fabric.fat_tree.down");
-    if (product(down) != static_cast<long double>(nodes)) return mismatch("fabric.fat_tree.down", times(down), product(down));
-  } else if (topo == "torus" && sc.has("fabric.torus.dims")) {
-    const auto dims = sc.get_ints("fabric.torus.dims");
-    if (product(dims) != static_cast<long double>(nodes)) return mismatch("fabric.torus.dims", times(dims), product(dims));
-  } else if (topo == "dragonfly") {
-    std::vector<std::int64_t> counts;
-    for (const char* k : {"fabric.dragonfly.groups", "fabric.dragonfly.chassis", "fabric.dragonfly.routers"}) {
-      if (!sc.has(k) || sc.get_ints(k).size() != 2) return Status::ok();  // the backend that models it says what is missing
-      counts.push_back(sc.get_ints(k)[0]);
-    }
-    counts.push_back(sc.get_int("fabric.dragonfly.blades"));
-    if (product(counts) != static_cast<long double>(nodes))
-      return mismatch("fabric.dragonfly.blades", "groups × chassis × routers × blades = " + times(counts), product(counts));
-  }
+  // The fabric's shape against fabric.nodes, whichever backend runs (the keys' declarer checks).
+  for (const auto& check : sc.checks) RDMALAB_TRY(check(sc));
   return Status::ok();
 }
 

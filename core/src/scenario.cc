@@ -48,6 +48,13 @@ void Schema::set_allowed(const std::string& key, std::vector<std::string> allowe
   if (it != keys_.end()) it->second.allowed = std::move(allowed);
 }
 
+void Schema::add_allowed(const std::string& key, const std::vector<std::string>& names) {
+  auto it = keys_.find(key);
+  if (it == keys_.end()) return;
+  for (const auto& n : names)
+    if (std::find(it->second.allowed.begin(), it->second.allowed.end(), n) == it->second.allowed.end()) it->second.allowed.push_back(n);
+}
+
 std::vector<std::string> Schema::alternatives_of(const std::string& key) const {
   std::vector<std::string> out;
   for (const auto& [a, b] : alternatives_) {
@@ -351,6 +358,7 @@ Result<Scenario> parse_scenario(const std::string& text, const std::string& file
                                 const std::vector<std::string>& overrides, const Schema& schema) {
   Scenario sc;
   sc.file = filename;
+  sc.checks = schema.checks();
   Parser p(schema, filename, sc);
   // A scenario is UTF-8 text in one YAML document: a NUL byte (yaml-cpp would guess UTF-16), a
   // lone carriage return (old Mac line ends: the whole file would read as one comment), invalid

@@ -56,4 +56,12 @@ void build_full(Fabric& f) {
   zone->seal();
 }
 
+// link-<a>-<b>_UP|DOWN between two nodes.
+void describe_full(Picture& p) {
+  for (TopoLink& tl : p.t.links) {
+    long a = -1, b = -1;
+    if (std::sscanf(tl.name.c_str(), "link-%ld-%ld_", &a, &b) == 2) tl.ends = link_ends(tl.name, static_cast<int>(a), static_cast<int>(b));
+  }
+}
+
 }  // namespace rdmalab::sim

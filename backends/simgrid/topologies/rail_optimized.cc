@@ -85,4 +85,28 @@ void build_rail_optimized(Fabric& f) {
   zone->seal();
 }
 
+// A leaf per rail, then the spines; rail-<node>-<gpu>_UP|DOWN from a GPU's NIC to its rail's
+// leaf, rail-<g>-spine-<k>_UP|DOWN from a leaf to a spine.
+void describe_rail_optimized(Picture& p) {
+  for (int g = 0; g < p.model.rail.gpus; ++g) p.add_switch(g, fmt::format("rail-{}", g), 1, -1);
+  for (int k = 0; k < p.model.rail.spines; ++k) p.add_switch(1000000 + k, fmt::format("spine-{}", k), 2, -1);
+  for (TopoLink& tl : p.t.links) {
+    long a = -1, b = -1;
+    if (std::sscanf(tl.name.c_str(), "rail-%ld-spine-%ld_", &a, &b) == 2)
+      tl.ends = link_ends(tl.name, p.sw(a), p.sw(1000000 + b));
+    else if (std::sscanf(tl.name.c_str(), "rail-%ld-%ld_", &a, &b) == 2)
+      tl.ends = link_ends(tl.name, static_cast<int>(a * p.model.rail.gpus + b), p.sw(b));
+  }
+}
+
+void keys_rail_optimized(Schema& s) {
+  using T = ValueType;
+  s.add("fabric.rail.spines", T::integer, "1",
+        "rail_optimized: spine switches joining the rail leaves (0: rails are joined only through the nodes' NVLink)", 0, 1024);
+}
+
+std::vector<std::pair<std::string, long>> switches_rail_optimized(const Scenario& sc) {
+  return {{"rail-", sc.get_int("fabric.gpus_per_node")}, {"spine-", sc.get_int("fabric.rail.spines")}};
+}
+
 }  // namespace rdmalab::sim

@@ -38,4 +38,15 @@ void build_star(Fabric& f) {
   zone->seal();
 }
 
+// One switch; link-<node>_UP|DOWN.
+void describe_star(Picture& p) {
+  p.add_switch(0, "switch", 1, -1);
+  for (TopoLink& tl : p.t.links) {
+    long a = -1;
+    if (std::sscanf(tl.name.c_str(), "link-%ld_", &a) == 1) tl.ends = link_ends(tl.name, static_cast<int>(a), p.sw(0));
+  }
+}
+
+std::vector<std::pair<std::string, long>> switches_star(const Scenario&) { return {{"switch", 1}}; }
+
 }  // namespace rdmalab::sim

@@ -8,6 +8,11 @@
 
 namespace rdmalab::sim {
 
+Status nodes_torus(const Scenario& sc) {
+  if (!sc.has("fabric.torus.dims")) return Status::ok();
+  return nodes_agree(sc, "fabric.torus.dims", sc.get_ints("fabric.torus.dims"));
+}
+
 Status check_torus(const Scenario& sc) {
   if (!sc.has("fabric.torus.dims")) return sc.error("fabric.topology", "a torus needs fabric.torus.dims, e.g. [4, 4, 4]");
   return Status::ok();
@@ -23,6 +28,20 @@ void build_torus(Fabric& f) {
   for (auto d : sc.get_ints("fabric.torus.dims")) dims.push_back(static_cast<unsigned long>(d));
   auto* zone = sg4::create_torus_zone("fabric", nullptr, dims, callbacks, bw, lat, policy);
   zone->seal();
+}
+
+// SimGrid's torus zone names its links fabric_link_from_<a>_to_<b>_UP|DOWN (SimGrid 3.32).
+void describe_torus(Picture& p) {
+  for (TopoLink& tl : p.t.links) {
+    long a = -1, b = -1;
+    if (std::sscanf(tl.name.c_str(), "fabric_link_from_%ld_to_%ld_", &a, &b) == 2)
+      tl.ends = link_ends(tl.name, static_cast<int>(a), static_cast<int>(b));
+  }
+}
+
+void keys_torus(Schema& s) {
+  using T = ValueType;
+  s.add("fabric.torus.dims", T::int_list, "", "torus dimensions; their product is the node count", 1, 1e6);
 }
 
 }  // namespace rdmalab::sim

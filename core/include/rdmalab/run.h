@@ -27,9 +27,9 @@ NodeShape scenario_node_shape(const Scenario* sc, int ranks);
 // the NIC's, fabric.gpu.generation, fabric.cpu.vendor); the node's insides are the backend's.
 void fill_tuning_facts(const Scenario& sc, NodeShape& shape);
 
-// The node count a fabric's shape implies (a fat tree's down counts, a torus's dimensions, a
-// dragonfly's groups × chassis × routers × blades) must be fabric.nodes: checked for every
-// backend, since loopback and verbs run fabric.nodes ranks.
+// The fabric's keys that must agree whichever backend runs: the named GPU and its generation, and
+// the schema's checks (Schema::add_check), such as the node count a topology's shape implies (a
+// fat tree's down counts) against fabric.nodes, since loopback and verbs run fabric.nodes ranks.
 Status check_fabric_shape(const Scenario& sc);
 
 // Keys the user wrote in another backend's section (loopback.*, verbs.*: sections that are not

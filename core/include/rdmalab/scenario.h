@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -55,8 +56,14 @@ struct KeySpec {
 using Value = std::variant<std::string, std::int64_t, double, bool, std::vector<std::uint64_t>, std::vector<std::int64_t>,
                            std::vector<std::string>>;
 
+struct Scenario;
+
 class Schema {
  public:
+  // A check of several keys that holds whichever backend runs (a fabric's shape agrees with
+  // fabric.nodes), declared by whoever declares the keys; check_run runs them (run.h).
+  using Check = std::function<Status(const Scenario&)>;
+
   // Adds a key; replaces an earlier spec with the same key.
   void add(KeySpec spec);
   void add(std::string key, ValueType type, std::string default_value, std::string help,
@@ -72,6 +79,10 @@ class Schema {
   const KeySpec* find(const std::string& key) const;
   const std::map<std::string, KeySpec>& all() const { return keys_; }
   void set_allowed(const std::string& key, std::vector<std::string> allowed);
+  // Adds names to an enumeration (those it does not have yet), in order.
+  void add_allowed(const std::string& key, const std::vector<std::string>& names);
+  void add_check(Check check) { checks_.push_back(std::move(check)); }
+  const std::vector<Check>& checks() const { return checks_; }
   // Two keys that say the same thing two ways (size / sizes): a --set of one replaces the
   // other when the file gave it.
   void add_alternatives(const std::string& a, const std::string& b) { alternatives_.emplace_back(a, b); }
@@ -90,6 +101,7 @@ class Schema {
   const std::vector<Preset>& presets() const { return presets_; }
 
  private:
+  std::vector<Check> checks_;
   std::vector<Preset> presets_;
   std::map<std::string, KeySpec> keys_;
   std::vector<std::pair<std::string, std::string>> alternatives_;
@@ -110,6 +122,7 @@ struct Entry {
 struct Scenario {
   std::string file;
   std::map<std::string, Entry> values;  // every schema key, explicit or default
+  std::vector<Schema::Check> checks;    // the schema's checks of several keys (check_run runs them)
 
   bool has(const std::string& key) const;       // present (explicit or default)
   bool is_set(const std::string& key) const;    // written by the user
