@@ -127,6 +127,7 @@ class LoopbackBackend final : public Backend {
   std::string name() const override { return "loopback"; }
   std::string description() const override { return "ranks as threads of one process, real copies; the reference for the contract"; }
   Availability availability() const override { return {true, ""}; }
+  int default_preference() const override { return 1; }  // the reference, where the model is not built
   Capabilities capabilities() const override { return loopback_caps(); }
 
   void add_keys(Schema& schema) const override {

@@ -193,6 +193,7 @@ class SimgridBackend final : public Backend {
   std::string name() const override { return "simgrid"; }
   std::string description() const override { return "a SimGrid model of the scenario's cluster network (no hardware needed)"; }
   Availability availability() const override { return {true, ""}; }
+  int default_preference() const override { return 2; }  // the model: no hardware needed, the default
   Capabilities capabilities() const override { return sim_caps(); }
   void add_keys(Schema& schema) const override { add_fabric_keys(schema); }
   Status check(const Scenario& sc) const override { return check_fabric(sc); }

@@ -50,15 +50,16 @@ const WorkloadRegistry& builtin_workloads() {
 Schema full_schema(const BackendRegistry& backends) {
   Schema s = core_schema();
   s.set_allowed("backend", backends.names());
-  // The default backend is the SimGrid model when this build has it (no hardware needed), else
-  // loopback.
-  for (const char* preferred : {"simgrid", "loopback"}) {
-    auto b = backends.make(preferred);
-    if (b && (*b)->availability().usable) {
+  // The default backend: the usable one that asks most (Backend::default_preference: the model
+  // where this build has it, no hardware needed).
+  int best = 0;
+  for (const auto& info : backends.all()) {
+    auto b = info.make();
+    if (b->default_preference() > best && b->availability().usable) {
+      best = b->default_preference();
       KeySpec spec = *s.find("backend");
-      spec.default_value = preferred;
+      spec.default_value = info.name;
       s.add(spec);
-      break;
     }
   }
   s.set_allowed("workload.type", builtin_workloads().names());

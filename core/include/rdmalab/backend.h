@@ -153,6 +153,10 @@ class Backend {
   virtual bool can_cancel() const { return false; }
   // True when this process hosts all ranks (loopback, simgrid): results of every rank are local.
   virtual bool hosts_all_ranks() const { return true; }
+  // How strongly this backend asks to be the default when neither the scenario nor --backend
+  // names one: the usable backend with the highest wins (a model that needs no hardware first,
+  // then the reference; hardware never by default). 0: never the default.
+  virtual int default_preference() const { return 0; }
 };
 
 // The Status a launch reports from its ranks' results: the first real failure (not another
