@@ -46,7 +46,7 @@ void list_own(Nic& requester, Op& op) {
 void list_timed(World& w, Op& op) {
   if (op.timed) return;
   op.timed = true;
-  Nic& nic = *w.nics[static_cast<std::size_t>(op.qp->rank_)];
+  Nic& nic = *w.nics[static_cast<std::size_t>(op.qp->rank)];
   nic.timed.push_back(OpPtr(&op));
   nic.has_timed = true;
 }
@@ -103,9 +103,9 @@ struct Ends {
 Ends request_ends(World& w, const Op& op) {
   SimgridQp* qp = op.qp;
   const SimgridQp* pq = qp->peer();
-  int peer_rank = pq ? pq->rank_ : static_cast<int>(qp->conn_.remote.rank);
-  if (peer_rank < 0 || peer_rank >= static_cast<int>(w.hosts.size())) peer_rank = qp->rank_;
-  sg4::Host* me = w.hosts[static_cast<std::size_t>(qp->rank_)];
+  int peer_rank = pq ? pq->rank : static_cast<int>(qp->conn.remote.rank);
+  if (peer_rank < 0 || peer_rank >= static_cast<int>(w.hosts.size())) peer_rank = qp->rank;
+  sg4::Host* me = w.hosts[static_cast<std::size_t>(qp->rank)];
   sg4::Host* peer = w.hosts[static_cast<std::size_t>(peer_rank)];
   if (!w.one_endpoint) {
     auto kind_of = [](const MrRec* rec, MemoryKind dflt) { return rec ? rec->kind : dflt; };
@@ -116,7 +116,7 @@ Ends request_ends(World& w, const Op& op) {
       const RankEndpoints& e = w.eps[static_cast<std::size_t>(rank)];
       return k == MemoryKind::cuda ? (w.staged ? e.staged : e.gpu) : e.host;
     };
-    me = endpoint(qp->rank_, local);
+    me = endpoint(qp->rank, local);
     peer = endpoint(peer_rank, remote);
   }
   return {me, peer, peer_rank};
@@ -143,11 +143,11 @@ void launch_phase(World& w, Op& op) {
     op.control_end = true;
     op.timer_at = sg4::Engine::get_clock() + route_latency(w, src, dst);
     list_timed(w, op);
-    w.set_alarm(qp->rank_, op.timer_at);
+    w.set_alarm(qp->rank, op.timer_at);
     return;
   }
   Nic& pn = *w.nics[static_cast<std::size_t>(peer_rank)];
-  Nic& rn = *w.nics[static_cast<std::size_t>(qp->rank_)];
+  Nic& rn = *w.nics[static_cast<std::size_t>(qp->rank)];
   // A request between the two ranks' own hosts goes through the responder's inbox when it has a
   // receive waiting there: the transfer starts at once, exactly as a host-to-host one would, and
   // costs SimGrid less (3.32 keeps every sendto_async transfer in one list that it searches at
@@ -161,7 +161,7 @@ void launch_phase(World& w, Op& op) {
     i = pn.first_unmatched();
     return w.in_batch(pn.gets[i].get) || !pn.inbox->empty();
   };
-  if (op.phase == 0 && peer_rank != qp->rank_ && src == w.hosts[static_cast<std::size_t>(qp->rank_)] &&
+  if (op.phase == 0 && peer_rank != qp->rank && src == w.hosts[static_cast<std::size_t>(qp->rank)] &&
       dst == w.hosts[static_cast<std::size_t>(peer_rank)] && pn.unmatched > 0 && !pn.exiting && receive_ready()) {
     pn.gets[i].op = OpPtr(&op);
     pn.gets[i].gen = op.gen;
@@ -180,7 +180,7 @@ void launch_phase(World& w, Op& op) {
     return;
   }
   w.start_batch();
-  if (op.phase == 0 && peer_rank != qp->rank_ && !op.incoming) {
+  if (op.phase == 0 && peer_rank != qp->rank && !op.incoming) {
     op.incoming = true;
     pn.incoming.push_back(OpPtr(&op));
     pn.has_incoming = true;
@@ -205,7 +205,7 @@ void launch_if_due(World& w, Op& op) {
     // The request executes: the NIC reads (or will write) the requester's memory, and checks its
     // keys now, as hardware does (soft_rc::local_verdict), not when it was posted.
     const WcStatus local = soft_rc::local_verdict(op.wr.opcode, op.wr.inline_data, op.sges,
-                                                  [&](const Sge& s, bool write) { return w.local_ok(s, op.qp->pd_, write); });
+                                                  [&](const Sge& s, bool write) { return w.local_ok(s, op.qp->pd, write); });
     if (local != WcStatus::success) {
       op.done = true;
       op.status = local;
@@ -232,8 +232,8 @@ std::uint32_t rd_atomic_limit(const World& w, SimgridQp& qp) {
   const std::uint32_t nic = w.model.nic.max_rd_atomic;
   if (nic == 0) return std::numeric_limits<std::uint32_t>::max();
   auto ask = [nic](std::uint32_t a) { return a == 0 ? nic : std::min(a, nic); };
-  std::uint32_t limit = ask(qp.conn_.max_rd_atomic);
-  if (const SimgridQp* peer = qp.peer()) limit = std::min(limit, ask(peer->conn_.max_rd_atomic));
+  std::uint32_t limit = ask(qp.conn.max_rd_atomic);
+  if (const SimgridQp* peer = qp.peer()) limit = std::min(limit, ask(peer->conn.max_rd_atomic));
   return limit;
 }
 
@@ -241,21 +241,21 @@ std::uint32_t rd_atomic_limit(const World& w, SimgridQp& qp) {
 // limit start, in order, up to the next that finds the limit reached. Whichever actor sees the
 // response ends here, so they start from the requester's timer list (its alarm wakes it).
 void release_held(World& w, SimgridQp* qp) {
-  if (qp->rd_outstanding_ > 0) --qp->rd_outstanding_;
-  while (!qp->held_.empty()) {
-    auto& [op, min_latency] = qp->held_.front();
+  if (qp->rd_outstanding > 0) --qp->rd_outstanding;
+  while (!qp->held.empty()) {
+    auto& [op, min_latency] = qp->held.front();
     if (!op->dead) {
       const bool rd = op->wr.opcode == SendOpcode::rdma_read || is_atomic(op->wr.opcode);
-      if (rd && qp->rd_outstanding_ >= rd_atomic_limit(w, *qp)) return;
-      if (rd) ++qp->rd_outstanding_;
+      if (rd && qp->rd_outstanding >= rd_atomic_limit(w, *qp)) return;
+      if (rd) ++qp->rd_outstanding;
       start_op(w, *op, min_latency, true);
     }
-    qp->held_.pop_front();
+    qp->held.pop_front();
   }
 }
 
 void start_op(World& w, Op& op, double min_latency, bool any_actor) {
-  Nic& nic = *w.nics[static_cast<std::size_t>(op.qp->rank_)];
+  Nic& nic = *w.nics[static_cast<std::size_t>(op.qp->rank)];
   const double now = sg4::Engine::get_clock();
   const double issue = std::max(now, nic.next_issue);
   nic.next_issue = issue + w.model.nic.message_overhead_s;
@@ -265,8 +265,8 @@ void start_op(World& w, Op& op, double min_latency, bool any_actor) {
     const Ends e = request_ends(w, op);
     at = std::max(at, now + min_latency - route_latency(w, e.me, e.peer));
   }
-  at = std::max(at, op.qp->next_start_);
-  op.qp->next_start_ = at;
+  at = std::max(at, op.qp->next_start);
+  op.qp->next_start = at;
   op.timer_at = std::max(at, now);
   // Due now: started by the rank's next wait, before anything else it does there (no simulated
   // time passes until it waits). Starting a transfer is an s4u call, after which the rank's state
@@ -274,7 +274,7 @@ void start_op(World& w, Op& op, double min_latency, bool any_actor) {
   // calls and its wait at once instead of first walking back through the post and its caller.
   if (any_actor) {
     list_timed(w, op);
-    w.set_alarm(op.qp->rank_, op.timer_at);
+    w.set_alarm(op.qp->rank, op.timer_at);
   } else if (at <= now) {
     nic.launch_now.push_back(OpPtr(&op));
   } else {
@@ -282,7 +282,7 @@ void start_op(World& w, Op& op, double min_latency, bool any_actor) {
   }
 }
 
-void deliver_recv(SimgridQp* peer, const Completion& wc) { peer->rcq_.push(wc, peer, 0, false); }
+void deliver_recv(SimgridQp* peer, const Completion& wc) { peer->rcq.push(wc, peer, 0, false); }
 
 // Phase 0 ended: the request is at the responder. Does the responder's part.
 void at_responder(World& w, Op& op) {
@@ -292,18 +292,18 @@ void at_responder(World& w, Op& op) {
     op.done = true;
     op.status = st;
   };
-  if (!peer || !soft_rc::responds(peer->state_)) return fail(WcStatus::retry_exc_err);
+  if (!peer || !soft_rc::responds(peer->state())) return fail(WcStatus::retry_exc_err);
   const SendOpcode oc = op.wr.opcode;
   const WcStatus verdict = soft_rc::remote_verdict(oc, op.wr.remote_addr, op.len, [&](std::uint32_t need) {
-    return w.remote_ok(op.wr.rkey, op.wr.remote_addr, op.len, peer->pd_, need);
+    return w.remote_ok(op.wr.rkey, op.wr.remote_addr, op.len, peer->pd, need);
   });
   if (verdict != WcStatus::success) return fail(verdict);
   const bool consumes_recv = soft_rc::consumes_receive(oc);
-  if (consumes_recv && peer->rq_.empty()) {
-    if (!soft_rc::rnr_retries(op.rnr_attempts, qp->conn_.rnr_retry)) return fail(WcStatus::rnr_retry_exc_err);
+  if (consumes_recv && peer->rq.empty()) {
+    if (!soft_rc::rnr_retries(op.rnr_attempts, qp->conn.rnr_retry)) return fail(WcStatus::rnr_retry_exc_err);
     // RNR NAK: the requester waits the responder's timer and sends again.
     op.rnr_attempts++;
-    op.timer_at = sg4::Engine::get_clock() + peer->conn_.min_rnr_timer_s;
+    op.timer_at = sg4::Engine::get_clock() + peer->conn.min_rnr_timer_s;
     op.comm = nullptr;
     list_timed(w, op);
     return;
@@ -323,7 +323,7 @@ void at_responder(World& w, Op& op) {
     case SendOpcode::rdma_write:
     case SendOpcode::rdma_write_with_imm:
       if (op.len) gather(reinterpret_cast<std::uint8_t*>(op.wr.remote_addr));
-      w.wake_later(peer->rank_);  // it may be waiting for a byte to change
+      w.wake_later(peer->rank);  // it may be waiting for a byte to change
       break;
     case SendOpcode::atomic_fetch_add:
     case SendOpcode::atomic_cmp_swap: {
@@ -336,11 +336,11 @@ void at_responder(World& w, Op& op) {
     default: break;
   }
   if (consumes_recv) {
-    PendingRecv r = std::move(peer->rq_.front());
-    peer->rq_.pop_front();
-    Completion wc = soft_rc::receive_completion(r.wr_id, peer->qpn_, oc, op.wr.imm, static_cast<std::uint32_t>(op.len));
+    PendingRecv r = std::move(peer->rq.front());
+    peer->rq.pop_front();
+    Completion wc = soft_rc::receive_completion(r.wr_id, peer->qpn(), oc, op.wr.imm, static_cast<std::uint32_t>(op.len));
     if (oc != SendOpcode::rdma_write_with_imm) {
-      const soft_rc::Placement at = soft_rc::place(r.sges, op.len, [&](const Sge& s) { return w.local_ok(s, peer->pd_, true); });
+      const soft_rc::Placement at = soft_rc::place(r.sges, op.len, [&](const Sge& s) { return w.local_ok(s, peer->pd, true); });
       if (!at.ok()) {
         wc.status = at.receiver;
         wc.byte_len = 0;
@@ -387,13 +387,13 @@ void phase_ended(World& w, const OpPtr& op) {
   const bool read = op->wr.opcode == SendOpcode::rdma_read;
   if (op->phase == 1) {
     if (read) {
-      if (const SimgridQp* peer = op->qp->peer()) w.nics[static_cast<std::size_t>(peer->rank_)]->tx_bytes += op->len;
+      if (const SimgridQp* peer = op->qp->peer()) w.nics[static_cast<std::size_t>(peer->rank)]->tx_bytes += op->len;
     }
     at_requester(*op);
     if (read || is_atomic(op->wr.opcode)) release_held(w, op->qp);
     return;
   }
-  if (!read) w.nics[static_cast<std::size_t>(op->qp->rank_)]->tx_bytes += op->len;
+  if (!read) w.nics[static_cast<std::size_t>(op->qp->rank)]->tx_bytes += op->len;
   op->arrived = true;
   // The requests of a QP in flight are numbered in sequence from its oldest: walk them by number,
   // as at_responder may make s4u calls (a response's transfer), during which others run and may
@@ -402,7 +402,7 @@ void phase_ended(World& w, const OpPtr& op) {
   SimgridQp* qp = op->qp;
   std::uint64_t seq = 0;
   while (true) {
-    auto& q = qp->inflight_;
+    auto& q = qp->inflight;
     if (q.empty()) return;
     const std::uint64_t first = q.front()->seq;
     seq = std::max(seq, first);
@@ -425,11 +425,11 @@ void phase_ended(World& w, const OpPtr& op) {
 
 // Completes finished requests in posting order (RC ordering).
 void retire_heads(World& w, SimgridQp* qp) {
-  while (!qp->inflight_.empty() && qp->inflight_.front()->done) {
-    auto op = std::move(qp->inflight_.front());
-    qp->inflight_.pop_front();
+  while (!qp->inflight.empty() && qp->inflight.front()->done) {
+    auto op = std::move(qp->inflight.front());
+    qp->inflight.pop_front();
     op->dead = true;
-    if (op->wr.opcode == SendOpcode::rdma_read) w.wake_later(qp->rank_);
+    if (op->wr.opcode == SendOpcode::rdma_read) w.wake_later(qp->rank);
     if (op->status != WcStatus::success) {
       qp->complete_send(*op, op->status, true);
       qp->enter_error();
@@ -446,7 +446,7 @@ void transfer_ended(World& w, const OpPtr& op, const sg4::Activity* comm) {
   // for an RNR retry).
   if (!comm || op->dead || op->done || static_cast<sg4::Activity*>(op->comm.get()) != comm) return;
   const std::uint32_t gen = op->gen;
-  const int requester = op->qp->rank_;
+  const int requester = op->qp->rank;
   if (op->via_inbox && op->comm->get_state() != sg4::Activity::State::FINISHED) {
     Nic& rn = *w.nics[static_cast<std::size_t>(requester)];
     rn.unreaped.push_back(op->comm);

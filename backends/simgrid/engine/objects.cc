@@ -39,7 +39,7 @@ bool SimgridCq::push(const Completion& wc, SimgridQp* qp, std::uint64_t seq, boo
     for (SimgridQp* u : us) u->enter_error();
     return false;
   }
-  assert(qp && wc.qp_num == qp->qpn_);
+  assert(qp && wc.qp_num == qp->qpn());
   Entry& e = q_.next();  // filled in place
   e.wr_id = wc.wr_id;
   e.qp = qp;
@@ -58,7 +58,7 @@ void SimgridCq::forget(const SimgridQp* qp) {
   for (std::size_t i = 0; i < q_.size(); ++i)
     if (Entry& e = q_[i]; e.qp == qp) {
       e.qp = nullptr;
-      e.seq_or_qpn = qp->qpn_;
+      e.seq_or_qpn = qp->qpn();
     }
 }
 
@@ -77,10 +77,10 @@ Result<std::size_t> SimgridCq::take(std::span<Completion> out) {
     wc.imm = e.imm;
     wc.has_imm = e.has_imm;
     if (SimgridQp* qp = e.qp) {
-      wc.qp_num = qp->qpn_;
+      wc.qp_num = qp->qpn();
       // Its request is how far behind the last posted (fewer than 2^32), and still outstanding.
-      const std::uint32_t behind = static_cast<std::uint32_t>(qp->posted_) - e.seq_or_qpn;
-      if (e.send_side && behind >= 1 && behind <= qp->posted_ - qp->retired_) qp->retired_ = qp->posted_ - behind + 1;
+      const std::uint32_t behind = static_cast<std::uint32_t>(qp->posted) - e.seq_or_qpn;
+      if (e.send_side && behind >= 1 && behind <= qp->posted - qp->retired) qp->retired = qp->posted - behind + 1;
     } else {
       wc.qp_num = e.seq_or_qpn;
     }
@@ -102,7 +102,7 @@ Status SimgridQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index)
     QpCaps limits;  // what check_send_wr reads, from the QP's first lines
     limits.max_send_sge = max_send_sge_;
     limits.max_inline = wr.inline_data ? caps_.max_inline : 0;
-    if (Status bad = soft_rc::check_post_send(state_, wr, limits, posted_ - retired_, max_send_wr_, len); !bad) return fail(bad.code(), bad.message());
+    if (Status bad = soft_rc::check_post_send(state_, wr, limits, posted - retired, max_send_wr_, len); !bad) return fail(bad.code(), bad.message());
     const bool atomic = is_atomic(wr.opcode);
     OpPtr op(new Op);
     op->qp = this;
@@ -115,7 +115,7 @@ Status SimgridQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index)
     op->wr.remote_addr = wr.remote_addr;
     op->sges.assign(wr.sg_list);
     op->len = len;
-    op->seq = posted_++;
+    op->seq = posted++;
     op->needs_phase1 = wr.opcode == SendOpcode::rdma_read || atomic || !w_.model.alpha_beta;
     if (atomic) {
       op->compare_add = wr.compare_add;
@@ -132,7 +132,7 @@ Status SimgridQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index)
       }
     }
     Op& ref = *op;
-    inflight_.push_back(std::move(op));
+    inflight.push_back(std::move(op));
     if (state_ == QpState::err) {
       flush_all();
       continue;
@@ -140,11 +140,11 @@ Status SimgridQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index)
     // The send queue stalls behind a read or atomic that finds the QP's reads and atomics in
     // flight at its limit (max_rd_atomic): it and every later request wait for a response.
     const bool rd = wr.opcode == SendOpcode::rdma_read || atomic;
-    if (!held_.empty() || (rd && rd_outstanding_ >= rd_atomic_limit(w_, *this))) {
-      held_.emplace_back(OpPtr(&ref), wr.model_min_latency_s);
+    if (!held.empty() || (rd && rd_outstanding >= rd_atomic_limit(w_, *this))) {
+      held.emplace_back(OpPtr(&ref), wr.model_min_latency_s);
       continue;
     }
-    if (rd) ++rd_outstanding_;
+    if (rd) ++rd_outstanding;
     start_op(w_, ref, wr.model_min_latency_s);  // its local keys are checked when it executes (launch_if_due)
   }
   retire_heads(w_, this);  // requests refused at once complete in order
@@ -154,15 +154,15 @@ Status SimgridQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index)
 
 Status SimgridQp::post_recv(std::span<const RecvWr> wrs, std::size_t* bad_index) {
   for (std::size_t i = 0; i < wrs.size(); ++i) {
-    if (Status bad = soft_rc::check_post_recv(state_, wrs[i], max_recv_sge_, rq_.size(), max_recv_wr_, qpn_); !bad) {
+    if (Status bad = soft_rc::check_post_recv(state_, wrs[i], max_recv_sge_, rq.size(), max_recv_wr_, qpn_); !bad) {
       if (bad_index) *bad_index = i;
       return bad;
     }
     if (state_ == QpState::err) {
-      rcq_.push(soft_rc::flushed_receive(wrs[i].wr_id, qpn_), this, 0, false);
+      rcq.push(soft_rc::flushed_receive(wrs[i].wr_id, qpn_), this, 0, false);
       continue;
     }
-    PendingRecv& r = rq_.next();
+    PendingRecv& r = rq.next();
     r.wr_id = wrs[i].wr_id;
     r.sges.assign(wrs[i].sg_list);
   }

@@ -60,20 +60,20 @@ class alignas(64) SimgridQp final : public QueuePair {
  public:
   SimgridQp(World& w, std::uint32_t pd, int rank, std::uint32_t qpn, SimgridCq& scq, SimgridCq& rcq, QpCaps caps)
       : qpn_(qpn),
-        rank_(rank),
+        rank(rank),
         max_send_sge_(static_cast<std::uint8_t>(caps.max_send_sge)),
         max_recv_sge_(static_cast<std::uint8_t>(caps.max_recv_sge)),
-        pd_(pd),
-        scq_(scq),
-        rcq_(rcq),
+        pd(pd),
+        scq(scq),
+        rcq(rcq),
         w_(w),
         max_send_wr_(static_cast<std::uint16_t>(caps.max_send_wr)),
         max_recv_wr_(static_cast<std::uint16_t>(caps.max_recv_wr)),
         caps_(caps) {
     w_.qps.put(qpn_, this);
-    scq_.users.insert(this);
-    rcq_.users.insert(this);
-    auto& nq = w_.nics[static_cast<std::size_t>(rank_)]->qps;
+    scq.users.insert(this);
+    rcq.users.insert(this);
+    auto& nq = w_.nics[static_cast<std::size_t>(rank)]->qps;
     nq.push_back(this);
   }
   ~SimgridQp() override {
@@ -81,11 +81,11 @@ class alignas(64) SimgridQp final : public QueuePair {
     w_.qps.erase(qpn_);
     forget_peer();
     for (SimgridQp* q : peer_of_) q->peer_ = nullptr;
-    scq_.users.erase(this);
-    scq_.forget(this);
-    rcq_.forget(this);
-    rcq_.users.erase(this);
-    auto& nq = w_.nics[static_cast<std::size_t>(rank_)]->qps;
+    scq.users.erase(this);
+    scq.forget(this);
+    rcq.forget(this);
+    rcq.users.erase(this);
+    auto& nq = w_.nics[static_cast<std::size_t>(rank)]->qps;
     nq.erase(std::remove(nq.begin(), nq.end(), this), nq.end());
     cancel_inflight();
   }
@@ -93,7 +93,7 @@ class alignas(64) SimgridQp final : public QueuePair {
   void cancel_inflight() {
     w_.start_batch();  // cancelling is a simcall: what was made starts first
     Ring<OpPtr> ops;
-    ops.swap(inflight_);
+    ops.swap(inflight);
     for (auto& op : ops) op->dead = true;
     for (auto& op : ops)
       if (op->comm && !op->done) op->comm->cancel();
@@ -101,7 +101,7 @@ class alignas(64) SimgridQp final : public QueuePair {
 
   std::uint32_t qpn() const override { return qpn_; }
   QpState state() const override { return state_; }
-  QpEndpoint endpoint() const override { return soft_rc::endpoint(qpn_, rank_); }
+  QpEndpoint endpoint() const override { return soft_rc::endpoint(qpn_, rank); }
   QpCaps caps() const override { return caps_; }
   Status to_init() override { return transition(QpState::reset, QpState::init, nullptr); }
   Status to_rtr(const QpConnectAttr& attr) override {
@@ -115,14 +115,14 @@ class alignas(64) SimgridQp final : public QueuePair {
     return Status::ok();
   }
   Status reset() override {
-    rq_.clear();
+    rq.clear();
     cancel_inflight();
-    scq_.forget(this);  // its queued completions no longer free slots of the new numbering
-    rcq_.forget(this);
+    scq.forget(this);  // its queued completions no longer free slots of the new numbering
+    rcq.forget(this);
     state_ = QpState::reset;
-    posted_ = retired_ = 0;
-    rd_outstanding_ = 0;
-    held_.clear();
+    posted = retired = 0;
+    rd_outstanding = 0;
+    held.clear();
     return Status::ok();
   }
   Status post_send(std::span<const SendWr> wrs, std::size_t* bad_index) override;
@@ -135,28 +135,28 @@ class alignas(64) SimgridQp final : public QueuePair {
   }
   void flush_all() {
     Ring<OpPtr> ops;
-    ops.swap(inflight_);
-    held_.clear();
-    rd_outstanding_ = 0;
+    ops.swap(inflight);
+    held.clear();
+    rd_outstanding = 0;
     for (auto& op : ops) {
       op->dead = true;
       complete_send(*op, op->done ? op->status : WcStatus::wr_flush_err, true);
     }
     // Transfers still on the wire are left to end on their own: cancelling is an s4u call, and
     // the caller may be walking state. The NIC ignores them (their requests are dead).
-    while (!rq_.empty()) {
-      rcq_.push(soft_rc::flushed_receive(rq_.front().wr_id, qpn_), this, 0, false);
-      rq_.pop_front();
+    while (!rq.empty()) {
+      rcq.push(soft_rc::flushed_receive(rq.front().wr_id, qpn_), this, 0, false);
+      rq.pop_front();
     }
   }
   void complete_send(const Op& op, WcStatus st, bool force) {
     if (!op.wr.signaled && st == WcStatus::success && !force) return;
-    scq_.push(soft_rc::send_completion(op.wr.wr_id, op.wr.opcode, st, static_cast<std::uint32_t>(op.len), qpn_), this, op.seq, true);
+    scq.push(soft_rc::send_completion(op.wr.wr_id, op.wr.opcode, st, static_cast<std::uint32_t>(op.len), qpn_), this, op.seq, true);
   }
 
   // The QP it is connected to, while that one exists (looked up once, not at every transfer).
   SimgridQp* peer() {
-    if (!peer_ && (peer_ = w_.qps.find(conn_.remote.qpn))) peer_->peer_of_.push_back(this);
+    if (!peer_ && (peer_ = w_.qps.find(conn.remote.qpn))) peer_->peer_of_.push_back(this);
     return peer_;
   }
   void forget_peer() {
@@ -167,34 +167,52 @@ class alignas(64) SimgridQp final : public QueuePair {
 
   // What posts and transfers touch, in the QP's first two cache lines (at scale each is a cache
   // miss per transfer): the limits checked at every post are kept here in the widths the model's
-  // capabilities allow (sim_caps: 16384 requests, 16 SGEs); caps_ and conn_ follow, cold.
+  // capabilities allow (sim_caps: 16384 requests, 16 SGEs); caps_ and conn follow, cold. The
+  // members without an underscore are the NIC's to work on (engine/nic.cc: the requests in
+  // flight, the receive queue, the connection); the others are the QP's own. The order is the
+  // layout, so the access labels interleave.
+ private:
   std::uint32_t qpn_;
-  int rank_;
-  std::uint64_t posted_ = 0, retired_ = 0;
-  Ring<OpPtr> inflight_;
+
+ public:
+  int rank;
+  std::uint64_t posted = 0, retired = 0;
+  Ring<OpPtr> inflight;
+
+ private:
   QpState state_ = QpState::reset;
   std::uint8_t max_send_sge_, max_recv_sge_;
-  std::uint32_t pd_;
-  Ring<PendingRecv> rq_;
-  SimgridCq& scq_;
-  SimgridCq& rcq_;
+
+ public:
+  std::uint32_t pd;
+  Ring<PendingRecv> rq;
+  SimgridCq& scq;
+  SimgridCq& rcq;
+
+ private:
   World& w_;
   std::uint16_t max_send_wr_, max_recv_wr_;
   SimgridQp* peer_ = nullptr;
   QpCaps caps_;
-  QpConnectAttr conn_;
+
+ public:
+  QpConnectAttr conn;
+
+ private:
   std::vector<SimgridQp*> peer_of_;  // the QPs whose peer_ this is
-  double next_start_ = 0;         // no request of this QP starts before its predecessor (RC order)
+
+ public:
+  double next_start = 0;  // no request of this QP starts before its predecessor (RC order)
   // Reads and atomics in flight, and the requests held behind one that found them at the QP's
   // limit (the send queue stalls there, as a NIC's does), each with its model_min_latency_s.
-  std::uint32_t rd_outstanding_ = 0;
-  std::deque<std::pair<OpPtr, double>> held_;
+  std::uint32_t rd_outstanding = 0;
+  std::deque<std::pair<OpPtr, double>> held;
 
  private:
   Status transition(QpState from, QpState to, const QpConnectAttr* attr) {
     RDMALAB_TRY(soft_rc::transition(state_, from, to, qpn_));
     if (attr) {
-      conn_ = *attr;
+      conn = *attr;
       forget_peer();
     }
     return Status::ok();

@@ -39,7 +39,7 @@ void sample_record(World& w, RecordWriter& rec, const Topology& topo, double int
     std::vector<std::size_t> owner;
     for (std::size_t r = 0; r < w.nics.size(); ++r)
       for (SimgridQp* qp : w.nics[r]->qps)
-        for (const auto& op : qp->inflight_) {
+        for (const auto& op : qp->inflight) {
           // The payload's transfer: a write's or send's request (phase 0), a read's response
           // (phase 1), which the responder sends back to the requester.
           const bool read = op->wr.opcode == SendOpcode::rdma_read;
@@ -67,7 +67,7 @@ void sample_record(World& w, RecordWriter& rec, const Topology& topo, double int
             const double on_wire = std::max(1.0, phase_wire_bytes(w, *op));
             wire.emplace_back(op->comm, on_wire);
             ratio.push_back(static_cast<double>(op->len) / on_wire);
-            owner.push_back(read ? static_cast<std::size_t>(peer->rank_) : r);
+            owner.push_back(read ? static_cast<std::size_t>(peer->rank) : r);
           }
         }
     std::vector<double> sent(w.nics.size());
