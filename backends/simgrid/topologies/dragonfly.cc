@@ -8,6 +8,8 @@
 
 namespace rdmalab::sim {
 
+namespace {
+
 Status nodes_dragonfly(const Scenario& sc) {
   std::vector<std::int64_t> counts;
   for (const char* k : {"fabric.dragonfly.groups", "fabric.dragonfly.chassis", "fabric.dragonfly.routers"}) {
@@ -105,5 +107,16 @@ std::vector<std::pair<std::string, long>> switches_dragonfly(const Scenario& sc)
   if (g.empty() || c.empty() || r.empty()) return {};
   return {{"router-", static_cast<long>(g[0] * c[0] * r[0])}};
 }
+
+}  // namespace
+
+// Its entry in the table of kinds (topologies.cc).
+extern const TopologyKind kDragonfly = {.name = "dragonfly",
+                                  .check = check_dragonfly,
+                                  .build = build_dragonfly,
+                                  .check_nodes = nodes_dragonfly,
+                                  .describe = describe_dragonfly,
+                                  .keys = keys_dragonfly,
+                                  .switches = switches_dragonfly};
 
 }  // namespace rdmalab::sim

@@ -114,6 +114,8 @@ int fat_tree_level(const FatTreeShape& shape, long nodes, long creation) {
   return static_cast<int>(levels);
 }
 
+namespace {
+
 Status nodes_fat_tree(const Scenario& sc) {
   if (!sc.has("fabric.fat_tree.down")) return Status::ok();  // a tree built from fabric.nodes
   return nodes_agree(sc, "fabric.fat_tree.down", sc.get_ints("fabric.fat_tree.down"));
@@ -244,5 +246,16 @@ std::vector<std::pair<std::string, long>> switches_fat_tree(const Scenario& sc) 
   }
   return out;
 }
+
+}  // namespace
+
+// Its entry in the table of kinds (topologies.cc).
+extern const TopologyKind kFatTree = {.name = "fat_tree",
+                                 .check = check_fat_tree,
+                                 .build = build_fat_tree,
+                                 .check_nodes = nodes_fat_tree,
+                                 .describe = describe_fat_tree,
+                                 .keys = keys_fat_tree,
+                                 .switches = switches_fat_tree};
 
 }  // namespace rdmalab::sim

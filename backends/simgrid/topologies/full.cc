@@ -8,6 +8,8 @@
 
 namespace rdmalab::sim {
 
+namespace {
+
 Status check_full(const Scenario& sc) {
   const std::int64_t nodes = sc.get_int("fabric.nodes");
   if (nodes > 256)
@@ -63,5 +65,10 @@ void describe_full(Picture& p) {
     if (std::sscanf(tl.name.c_str(), "link-%ld-%ld_", &a, &b) == 2) tl.ends = link_ends(tl.name, static_cast<int>(a), static_cast<int>(b));
   }
 }
+
+}  // namespace
+
+// Its entry in the table of kinds (topologies.cc).
+extern const TopologyKind kFull = {.name = "full", .check = check_full, .build = build_full, .describe = describe_full};
 
 }  // namespace rdmalab::sim

@@ -8,6 +8,8 @@
 
 namespace rdmalab::sim {
 
+namespace {
+
 Status check_rail_optimized(const Scenario& sc) {
   if (sc.get_int("fabric.gpus_per_node") < 2)
     return sc.error("fabric.gpus_per_node", "rail_optimized needs several GPUs (rails) per node: GPU g of every node uses NIC g on rail g");
@@ -108,5 +110,16 @@ void keys_rail_optimized(Schema& s) {
 std::vector<std::pair<std::string, long>> switches_rail_optimized(const Scenario& sc) {
   return {{"rail-", sc.get_int("fabric.gpus_per_node")}, {"spine-", sc.get_int("fabric.rail.spines")}};
 }
+
+}  // namespace
+
+// Its entry in the table of kinds (topologies.cc).
+extern const TopologyKind kRailOptimized = {.name = "rail_optimized",
+                                       .check = check_rail_optimized,
+                                       .build = build_rail_optimized,
+                                       .own_node = true,
+                                       .describe = describe_rail_optimized,
+                                       .keys = keys_rail_optimized,
+                                       .switches = switches_rail_optimized};
 
 }  // namespace rdmalab::sim

@@ -9,6 +9,8 @@
 
 namespace rdmalab::sim {
 
+namespace {
+
 void build_star(Fabric& f) {
   const double bw = f.bw;
   const double node_link_lat = f.node_link_lat;
@@ -48,5 +50,10 @@ void describe_star(Picture& p) {
 }
 
 std::vector<std::pair<std::string, long>> switches_star(const Scenario&) { return {{"switch", 1}}; }
+
+}  // namespace
+
+// Its entry in the table of kinds (topologies.cc).
+extern const TopologyKind kStar = {.name = "star", .build = build_star, .describe = describe_star, .switches = switches_star};
 
 }  // namespace rdmalab::sim

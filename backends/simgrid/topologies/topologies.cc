@@ -4,20 +4,13 @@
 
 namespace rdmalab::sim {
 
+// Each kind's entry is defined in its file.
+extern const TopologyKind kStar, kFull, kFatTree, kRailOptimized, kTorus, kDragonfly;
+
 namespace {
 
 // The table of kinds (topology.h says what each field is).
-const TopologyKind kinds[] = {
-    {.name = "star", .build = build_star, .describe = describe_star, .switches = switches_star},
-    {.name = "full", .check = check_full, .build = build_full, .describe = describe_full},
-    {.name = "fat_tree", .check = check_fat_tree, .build = build_fat_tree, .check_nodes = nodes_fat_tree, .describe = describe_fat_tree,
-     .keys = keys_fat_tree, .switches = switches_fat_tree},
-    {.name = "rail_optimized", .check = check_rail_optimized, .build = build_rail_optimized, .own_node = true,
-     .describe = describe_rail_optimized, .keys = keys_rail_optimized, .switches = switches_rail_optimized},
-    {.name = "torus", .check = check_torus, .build = build_torus, .check_nodes = nodes_torus, .describe = describe_torus, .keys = keys_torus},
-    {.name = "dragonfly", .check = check_dragonfly, .build = build_dragonfly, .check_nodes = nodes_dragonfly, .describe = describe_dragonfly,
-     .keys = keys_dragonfly, .switches = switches_dragonfly},
-};
+const TopologyKind* const kinds[] = {&kStar, &kFull, &kFatTree, &kRailOptimized, &kTorus, &kDragonfly};
 
 // "2 × 16": the counts as a product.
 std::string times(const std::vector<std::int64_t>& v) {
@@ -29,20 +22,20 @@ std::string times(const std::vector<std::int64_t>& v) {
 }  // namespace
 
 const TopologyKind* find_topology(const std::string& name) {
-  for (const auto& k : kinds)
-    if (name == k.name) return &k;
+  for (const TopologyKind* k : kinds)
+    if (name == k->name) return k;
   return nullptr;
 }
 
 std::vector<std::string> topology_names() {
   std::vector<std::string> out;
-  for (const auto& k : kinds) out.emplace_back(k.name);
+  for (const TopologyKind* k : kinds) out.emplace_back(k->name);
   return out;
 }
 
 void add_topology_keys(Schema& s) {
-  for (const auto& k : kinds)
-    if (k.keys) k.keys(s);
+  for (const TopologyKind* k : kinds)
+    if (k->keys) k->keys(s);
 }
 
 Status check_topology_nodes(const Scenario& sc) {

@@ -1,8 +1,8 @@
-// The fabric's topologies as a table: each kind's name and its builder, one file per topology in
-// this folder (star.cc, full.cc, fat_tree.cc, torus.cc, dragonfly.cc, rail_optimized.cc). Adding a
-// topology: its file with build_<name>(Fabric&) (and check_<name>, nodes_<name> where it has keys
-// of its own, declared in add_fabric_keys), and one line in topologies.cc's table, which also
-// gives fabric.topology its names.
+// The fabric's topologies as a table of kinds (topologies.cc), one file per topology in this folder
+// (star.cc, full.cc, fat_tree.cc, rail_optimized.cc, torus.cc, dragonfly.cc). Each file keeps its
+// functions to itself and defines its entry, a TopologyKind: its name, keys, checks, builder and
+// picture in the record. Adding a topology: its file, and its entry in topologies.cc's table (which
+// also gives fabric.topology its names), and the file in CMakeLists.txt.
 #pragma once
 
 #include <functional>
@@ -81,36 +81,5 @@ Status check_topology_nodes(const Scenario& sc);
 // "WHAT 2 × 16 = 32 nodes, but fabric.nodes is 8" on `key` when the product of `counts` is not
 // fabric.nodes.
 Status nodes_agree(const Scenario& sc, const char* key, const std::vector<std::int64_t>& counts, const std::string& what = "");
-
-void keys_fat_tree(Schema& s);
-void keys_torus(Schema& s);
-void keys_dragonfly(Schema& s);
-void keys_rail_optimized(Schema& s);
-std::vector<std::pair<std::string, long>> switches_star(const Scenario& sc);
-std::vector<std::pair<std::string, long>> switches_fat_tree(const Scenario& sc);
-std::vector<std::pair<std::string, long>> switches_dragonfly(const Scenario& sc);
-std::vector<std::pair<std::string, long>> switches_rail_optimized(const Scenario& sc);
-void describe_star(Picture& p);
-void describe_full(Picture& p);
-void describe_fat_tree(Picture& p);
-void describe_torus(Picture& p);
-void describe_dragonfly(Picture& p);
-void describe_rail_optimized(Picture& p);
-
-Status nodes_fat_tree(const Scenario& sc);
-Status nodes_torus(const Scenario& sc);
-Status nodes_dragonfly(const Scenario& sc);
-
-Status check_full(const Scenario& sc);
-Status check_fat_tree(const Scenario& sc);
-Status check_torus(const Scenario& sc);
-Status check_dragonfly(const Scenario& sc);
-Status check_rail_optimized(const Scenario& sc);
-void build_star(Fabric& f);
-void build_full(Fabric& f);
-void build_fat_tree(Fabric& f);
-void build_torus(Fabric& f);
-void build_dragonfly(Fabric& f);
-void build_rail_optimized(Fabric& f);
 
 }  // namespace rdmalab::sim

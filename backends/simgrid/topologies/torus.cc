@@ -8,6 +8,8 @@
 
 namespace rdmalab::sim {
 
+namespace {
+
 Status nodes_torus(const Scenario& sc) {
   if (!sc.has("fabric.torus.dims")) return Status::ok();
   return nodes_agree(sc, "fabric.torus.dims", sc.get_ints("fabric.torus.dims"));
@@ -43,5 +45,15 @@ void keys_torus(Schema& s) {
   using T = ValueType;
   s.add("fabric.torus.dims", T::int_list, "", "torus dimensions; their product is the node count", 1, 1e6);
 }
+
+}  // namespace
+
+// Its entry in the table of kinds (topologies.cc).
+extern const TopologyKind kTorus = {.name = "torus",
+                              .check = check_torus,
+                              .build = build_torus,
+                              .check_nodes = nodes_torus,
+                              .describe = describe_torus,
+                              .keys = keys_torus};
 
 }  // namespace rdmalab::sim
