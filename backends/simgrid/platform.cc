@@ -306,6 +306,9 @@ FabricModel read_model(const Scenario& sc) {
     m.nic.message_overhead_s = 1.0 / sc.get_number("fabric.nic.message_rate");
     m.nic.nic_latency_s = sc.get_time("fabric.nic.latency");
     m.nic.max_rd_atomic = static_cast<std::uint32_t>(sc.get_int("fabric.nic.max_rd_atomic"));
+    m.nic.jitter_mean_s = sc.get_time("fabric.nic.jitter");
+    m.nic.stall_rate = sc.get_number("fabric.host.stall_rate");
+    m.nic.stall_s = sc.get_time("fabric.host.stall");
   }
   return m;
 }

@@ -26,6 +26,11 @@ struct NicModel {
   double header_bytes = 0;        // wire bytes added per packet
   double control_bytes = 0;       // size of a read request / atomic request / ACK on the wire
   std::uint32_t max_rd_atomic = 0;  // reads/atomics one QP keeps in flight; 0 = no limit (alpha_beta)
+  // The host's timing noise at a request's start: an exponential delay of mean jitter_mean_s
+  // (fabric.nic.jitter), and the stalls of the posting core, stall_rate a second (Poisson) of a
+  // length uniform up to stall_s (fabric.host.stall*), that a request due during one waits out;
+  // 0: none (alpha_beta).
+  double jitter_mean_s = 0, stall_rate = 0, stall_s = 0;
 };
 
 // Inside a node (fabric.node.*): GPUs and NICs under PCIe switches, switches under the CPU root

@@ -27,6 +27,21 @@ void add_fabric_keys(Schema& s) {
         "max_rd_atomic may ask for fewer); calibrated model", 1, 255);
   s.add("fabric.nic.latency", T::time, "150ns",
         "NIC processing per NIC a message crosses, sender and receiver each (calibrated model)", 0, 1e-3);
+  // The host's timing noise, from ib_write_lat, ib_send_lat and ib_read_lat on ConnectX-6 HDR100
+  // through one Quantum leaf, 2 B, 20,000 iterations (xl-tian/calibrate, iblat2.intra.19810191.out):
+  // t_typical 0.04-0.05 us above t_min, 99 % 0.10-0.22 us above, 99.9 % 1.7-3.2 us above, t_max
+  // 2.6-6.2 us above. A CPU posting and polling sees its doorbell and the completion's arrival vary
+  // (an exponential of mean 60 ns per request: median 42 ns above the floor, 99 % at 0.28 us), and
+  // its core is taken now and then by the kernel's timer tick (CONFIG_HZ=1000: a thousand a
+  // second) for up to about 6.5 us (the read's t_max): a request due then waits. A stall of that
+  // rate and length covers 0.1 % of requests by 3.2 us or more, the read's 99.9 %.
+  s.add("fabric.nic.jitter", T::time, "60ns",
+        "the host's timing noise: mean of the exponential delay at each request's start (calibrated model; requests a CPU posts, "
+        "not the collectives' steps, whose NCCL latencies hold it); 0ns: none", 0, 1e-3);
+  s.add("fabric.host.stall_rate", T::number, "1000",
+        "stalls of a rank's posting core a second (the kernel's timer tick, CONFIG_HZ): a request due during one waits it out "
+        "(calibrated model; not the collectives' steps); 0: none", 0, 1e7);
+  s.add("fabric.host.stall", T::time, "6.5us", "the longest such stall (each is uniform up to it; calibrated model)", 0, 1);
   s.add("fabric.calibration", T::string, "",
         "a calibration file: bandwidth and latency factors by message size for the calibrated model (rdmalab calibrate makes one; "
         "a relative path is read next to the scenario)");

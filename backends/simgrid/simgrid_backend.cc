@@ -98,6 +98,8 @@ Status simulate(const LaunchSpec& spec, const RankMain& main, const Scenario& sc
   for (int r = 0; r < spec.ranks; ++r) {
     auto nic = std::make_unique<Nic>();
     nic->rank = r;
+    // The same seed, the same draws; each (seed, rank) starts at its own place of the stream.
+    nic->jitter_state = jitter_seed(spec.scenario ? static_cast<std::uint64_t>(spec.scenario->get_int("seed")) : 1, r);
     nic->inbox = sg4::Mailbox::by_name(fmt::format("inbox-{}", r));
     w.nics.push_back(std::move(nic));
   }

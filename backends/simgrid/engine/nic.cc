@@ -1,6 +1,7 @@
 // The simulated NIC: how a request's phases start (message-rate gate, route latency, through the
 // responder's inbox or host to host), what the responder does when a request arrives (keys,
 // bounds, access rights, receive queue and RNR, the bytes), and how requests complete in order.
+#include <cmath>
 #include <fmt/format.h>
 #include <simgrid/kernel/resource/NetworkModelIntf.hpp>
 #include <simgrid/simix.hpp>
@@ -254,6 +255,34 @@ void release_held(World& w, SimgridQp* qp) {
   }
 }
 
+namespace {
+
+// SplitMix64 (Steele, Lea and Flood 2014): a small, fast generator whose stream is the same on
+// every machine and library, so a seed gives the same run anywhere.
+std::uint64_t mix64(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+double uniform01(std::uint64_t& state) { return static_cast<double>(mix64(state += 0x9E3779B97F4A7C15ull) >> 11) * 0x1.0p-53; }
+
+// When a request due at `at` really starts, with the host's timing noise (NicModel::jitter_mean_s,
+// stall_*): a short exponential delay, then the wait for the end of a stall of the core it falls in.
+// Stalls come as a Poisson process in time, drawn as the rank's requests reach them.
+double with_host_noise(const NicModel& m, Nic& nic, double at) {
+  if (m.jitter_mean_s > 0) at -= m.jitter_mean_s * std::log1p(-uniform01(nic.jitter_state));
+  if (m.stall_rate <= 0 || m.stall_s <= 0) return at;
+  while (nic.stall_to < at) {
+    nic.stall_from = nic.stall_to - std::log1p(-uniform01(nic.jitter_state)) / m.stall_rate;
+    nic.stall_to = nic.stall_from + m.stall_s * uniform01(nic.jitter_state);
+  }
+  return at >= nic.stall_from ? nic.stall_to : at;
+}
+
+}  // namespace
+
+std::uint64_t jitter_seed(std::uint64_t seed, int rank) { return mix64(mix64(seed) + static_cast<std::uint64_t>(rank) + 1); }
+
 void start_op(World& w, Op& op, double min_latency, bool any_actor) {
   Nic& nic = *w.nics[static_cast<std::size_t>(op.qp->rank)];
   const double now = sg4::Engine::get_clock();
@@ -261,6 +290,7 @@ void start_op(World& w, Op& op, double min_latency, bool any_actor) {
   nic.next_issue = issue + w.model.nic.message_overhead_s;
   const double start_delay = w.model.nic_latency_in_routes ? 0.0 : 2 * w.model.nic.nic_latency_s;
   double at = issue + start_delay;
+  if (op.wr.host_jitter && (w.model.nic.jitter_mean_s > 0 || w.model.nic.stall_rate > 0)) at = with_host_noise(w.model.nic, nic, at);
   if (min_latency > 0) {
     const Ends e = request_ends(w, op);
     at = std::max(at, now + min_latency - route_latency(w, e.me, e.peer));

@@ -111,6 +111,7 @@ Status SimgridQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index)
     op->wr.opcode = wr.opcode;
     op->wr.signaled = wr.signaled;
     op->wr.wire_factor = static_cast<float>(wr.model_wire_factor);
+    op->wr.host_jitter = wr.model_host_jitter;
     op->wr.wr_id = wr.wr_id;
     op->wr.remote_addr = wr.remote_addr;
     op->sges.assign(wr.sg_list);

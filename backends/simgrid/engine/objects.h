@@ -58,14 +58,14 @@ class alignas(64) SimgridCq final : public CompletionQueue {
 
 class alignas(64) SimgridQp final : public QueuePair {
  public:
-  SimgridQp(World& w, std::uint32_t pd, int rank, std::uint32_t qpn, SimgridCq& scq, SimgridCq& rcq, QpCaps caps)
+  SimgridQp(World& w, std::uint32_t pd_id, int rank_of, std::uint32_t qpn, SimgridCq& send_cq, SimgridCq& recv_cq, QpCaps caps)
       : qpn_(qpn),
-        rank(rank),
+        rank(rank_of),
         max_send_sge_(static_cast<std::uint8_t>(caps.max_send_sge)),
         max_recv_sge_(static_cast<std::uint8_t>(caps.max_recv_sge)),
-        pd(pd),
-        scq(scq),
-        rcq(rcq),
+        pd(pd_id),
+        scq(send_cq),
+        rcq(recv_cq),
         w_(w),
         max_send_wr_(static_cast<std::uint16_t>(caps.max_send_wr)),
         max_recv_wr_(static_cast<std::uint16_t>(caps.max_recv_wr)),

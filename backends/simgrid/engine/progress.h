@@ -19,6 +19,8 @@ namespace rdmalab::sim {
 Capabilities sim_caps();
 // The bytes a request's current phase puts on the wire (payload and headers, or a control packet).
 double phase_wire_bytes(const World& w, const Op& op);
+// The first state of a rank's draws of the host's timing noise (NicModel::jitter_*) for a seed.
+std::uint64_t jitter_seed(std::uint64_t seed, int rank);
 // Schedules phase 0 of a request just posted (message-rate gate, latency, RC order).
 void start_op(World& w, Op& op, double min_latency, bool any_actor = false);
 // Starts the current phase of a request whose start time has come.

@@ -85,6 +85,7 @@ struct alignas(64) Op {
     SendOpcode opcode = SendOpcode::rdma_write;
     bool signaled = true;
     bool inline_data = false;
+    bool host_jitter = true;  // SendWr::model_host_jitter
     float wire_factor = 1;  // SendWr::model_wire_factor
     std::uint64_t wr_id = 0;
     std::uint64_t remote_addr = 0;
@@ -194,6 +195,8 @@ struct alignas(64) Nic {
   std::vector<sg4::ActivityPtr> set;  // reused by each wait
   SmallList<OpPtr, 2> launch_now;  // its requests posted since its last wait, due at once (start_op)
   double next_issue = 0;         // message-rate gate
+  std::uint64_t jitter_state = 0;  // the host's timing noise: this rank's draws (seeded by `seed` and the rank)
+  double stall_from = 0, stall_to = 0;  // its core's current or next stall (NicModel::stall_*)
   std::vector<OpPtr> timed;
   std::vector<OpPtr> incoming;   // requests of other ranks whose phase 0 is on its way here (host to host)
   // Its inbox transfers that ended while its wait was not on them (the responder saw the end, or

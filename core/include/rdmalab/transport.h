@@ -215,6 +215,10 @@ struct SendWr {
   // own included). Backends on real hardware ignore both: there the bytes are what they are.
   double model_wire_factor = 1;
   double model_min_latency_s = 0;
+  // Whether the host's timing noise applies to this request on a model that has it (the SimGrid
+  // model's fabric.nic.jitter: a CPU posting and polling, as perftest does). The collectives'
+  // engine clears it: NCCL's step latencies (model_min_latency_s) are averages that hold it.
+  bool model_host_jitter = true;
 };
 
 // The requester-side completion opcode of a send opcode.

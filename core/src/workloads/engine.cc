@@ -240,6 +240,7 @@ Status CollectiveEngine::post_credit(std::size_t ci) {
   wr.imm = kCreditBit | c.pending_credits;
   wr.remote_addr = c.remote_stage.addr;
   wr.rkey = c.remote_stage.rkey;
+  wr.model_host_jitter = false;  // the protocol's flow control: its cost is in the step latency
   RDMALAB_TRY(c.qp->post_send(std::span<const SendWr>(&wr, 1)));
   c.sq_out++;
   c.pending_credits = 0;
@@ -313,6 +314,7 @@ Status CollectiveEngine::issue(bool& progressed) {
       wr.rkey = c.remote_stage.rkey;
       wr.model_wire_factor = e.plan.wire_factor;
       wr.model_min_latency_s = c.same_node ? e.plan.step_latency_intra : e.plan.step_latency_inter;
+      wr.model_host_jitter = false;  // NCCL's step latency is an average: it holds the host's noise
       RDMALAB_TRY(c.qp->post_send(std::span<const SendWr>(&wr, 1)));
       if (env_.rank == 0) work_meter().sent(len);
       c.send_seq++;

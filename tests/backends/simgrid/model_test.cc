@@ -776,8 +776,8 @@ TEST_F(SimgridModel, LatencyPaysEachPartOnce) {
   constexpr double nic = 300e-9, cable = 20e-9, sw = 130e-9, pcie = 150e-9;
   const std::string base =
       "backend: simgrid\nfabric: { link: { bandwidth: 10000Gbps, latency: 20ns }, switch: { latency: 130ns },\n"
-      "  nic: { latency: 300ns, message_rate: 1e10 }, node: { pcie: { latency: 150ns } } }\n"
-      "workload: { type: write_lat, size: 2B, inline: 2B, iterations: 20 }\n";
+      "  nic: { latency: 300ns, message_rate: 1e10, jitter: 0ns }, host: { stall_rate: 0 }, node: { pcie: { latency: 150ns } } }\n"
+      "workload: { type: write_lat, size: 2B, inline: 2B, iterations: 20 }\n";  // the floor: no timing noise
   struct Case {
     std::vector<std::string> sets;
     double expect;
@@ -804,6 +804,39 @@ TEST_F(SimgridModel, LatencyPaysEachPartOnce) {
     ASSERT_TRUE(out.rows[0].lat.has_value());
     expect_within_1pct(out.rows[0].lat->typical_us * 1e-6, c.expect, c.what);
   }
+}
+
+// The host's timing noise (fabric.nic.jitter*): the floor is the fastest message, the median a few
+// tens of ns above it, a tail of microseconds at 99.9 %; the same seed draws the same, another
+// seed other draws; alpha_beta and the collectives' steps have none.
+TEST_F(SimgridModel, HostJitterSpreadsLatencyAboveTheFloorAndIsSeeded) {
+  auto backend = all_backends().make("simgrid");
+  const std::string base =
+      "backend: simgrid\nfabric: { link: { bandwidth: 100Gbps, latency: 1us } }\n"
+      "workload: { type: write_lat, size: 8B, iterations: 20000 }\n";
+  auto lat = [&](std::vector<std::string> sets) {
+    RunOutcome out = run_scenario(scenario(base, std::move(sets)), **backend);
+    EXPECT_TRUE(out.status.is_ok()) << out.status.to_string();
+    return out.rows.empty() || !out.rows[0].lat ? LatencyStats{} : *out.rows[0].lat;
+  };
+  const LatencyStats floor = lat({"fabric.nic.jitter=0ns", "fabric.host.stall_rate=0"});
+  EXPECT_NEAR(floor.min_us, floor.max_us, 1e-6);
+  const LatencyStats a = lat({}), b = lat({}), c = lat({"seed=2"});
+  std::printf("  floor %.3f us; jitter: min %.3f typical %.3f p99 %.3f p99.9 %.3f max %.3f us\n", floor.min_us, a.min_us, a.typical_us,
+              a.p99_us, a.p999_us, a.max_us);
+  EXPECT_GE(a.min_us, floor.min_us - 1e-9);
+  EXPECT_LT(a.min_us - floor.min_us, 0.01);
+  // A ping-pong sample is half of two draws: its median about 0.84 x 60 ns above the floor.
+  EXPECT_NEAR(a.typical_us - floor.min_us, 0.05, 0.015);
+  EXPECT_GT(a.p99_us - floor.min_us, 0.12);
+  EXPECT_LT(a.p99_us - floor.min_us, 0.35);
+  EXPECT_GT(a.p999_us - floor.min_us, 1.0);
+  EXPECT_LT(a.max_us - floor.min_us, 6.5 + 0.5);  // a sample is half of two trips, each at most one stall
+  EXPECT_EQ(a.typical_us, b.typical_us);
+  EXPECT_EQ(a.max_us, b.max_us);
+  EXPECT_NE(a.max_us, c.max_us);
+  const LatencyStats ab = lat({"fabric.model=alpha_beta"});
+  EXPECT_NEAR(ab.min_us, ab.max_us, 1e-6);
 }
 
 // Per tier: slower links above the leaves of a 1:1 fat tree halve flows that cross the spine.
