@@ -255,9 +255,7 @@ class LoopbackQp final : public QueuePair {
 
   // --- engine side; caller holds f_.mu_ ---
   void enter_error() {
-    if (state_ == QpState::err) return;
-    state_ = QpState::err;
-    flush_all();
+    if (soft_rc::enter_error(state_)) flush_all();
   }
   void flush_all() {
     while (!sq_.empty()) {

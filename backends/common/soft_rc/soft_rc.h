@@ -42,6 +42,13 @@ inline Status check_connect(const QpConnectAttr& attr) {
 inline bool accepts_sends(QpState s) { return s == QpState::rts || s == QpState::err; }
 // A responder that is connected and ready: in RTR or RTS.
 inline bool responds(QpState s) { return s == QpState::rtr || s == QpState::rts; }
+// Moves a QP to ERR (a request failed, or to_error): true when it was not there yet; the caller
+// then flushes what it holds (every request and receive completes with wr_flush_err).
+inline bool enter_error(QpState& s) {
+  if (s == QpState::err) return false;
+  s = QpState::err;
+  return true;
+}
 
 // post_send's checks of one request, before it is queued (without the QP's number, which the
 // caller prefixes): the QP's state, the request itself (check_send_wr: SGEs, inline, atomics;

@@ -129,9 +129,7 @@ class alignas(64) SimgridQp final : public QueuePair {
   Status post_recv(std::span<const RecvWr> wrs, std::size_t* bad_index) override;
 
   void enter_error() {
-    if (state_ == QpState::err) return;
-    state_ = QpState::err;
-    flush_all();
+    if (soft_rc::enter_error(state_)) flush_all();
   }
   void flush_all() {
     Ring<OpPtr> ops;

@@ -61,6 +61,10 @@ case "$part" in
     check "send_bw sweep on verbs, event-driven waits" 0 "65536" "$rdmalab" run "$scenario" --backend verbs --set verbs.wait=event \
       --set workload.type=send_bw --set workload.sizes=2B..64KiB --set workload.iterations=100
     check "an unknown device lists the ones present" 2 "present: rxe0" "$rdmalab" run "$scenario" --backend verbs --set verbs.device=mlx5_9
+    # The run forks its local ranks: killed at random moments, it leaves no process and no
+    # half-written --json (issue: numbers a user can trust and runs that fail cleanly).
+    check "verbs runs killed at random leave no process and no half-written output" 0 "PASS" \
+      "$(dirname "$0")/../../cli/kill_at_random.sh" "$rdmalab" "$scenario" 6 "" verbs
     # Two processes through the TCP rendezvous.
     T=0123456789abcdef
     "$rdmalab" run "$scenario" --backend verbs --bootstrap 127.0.0.1:18515 --rank 1 --size 2 --token $T --quiet --set workload.iterations=300 &
