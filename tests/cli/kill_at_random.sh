@@ -64,14 +64,17 @@ start() {  # command... -> pid (= its session id)
   p=$!
 }
 
+# The backend named (one that cannot record: verbs), or the scenario's with a record.
+on_backend=() record=(--record "$dir/run/r.rec")
+if [ -n "$backend" ]; then on_backend=(--backend "$backend") record=(); fi
+
 # 1. rdmalab run on the model.
 for t in $(seq "$trials"); do
   sig=${signals[$((RANDOM % 3))]}
   delay=$(printf '%d.%02d' $((RANDOM % 3)) $((RANDOM % 100)))
   rm -rf "$dir/run" && mkdir "$dir/run"
-  # (a backend named here is one that cannot record: verbs)
-  start "$rdmalab" run "$scenario" ${backend:+--backend "$backend"} --quiet --set workload.iterations=$((200 + RANDOM % 4000)) \
-    --json "$dir/run/r.json" ${backend:---record "$dir/run/r.rec"}
+  start "$rdmalab" run "$scenario" "${on_backend[@]}" --quiet --set workload.iterations=$((200 + RANDOM % 4000)) \
+    --json "$dir/run/r.json" "${record[@]}"
   sleep "$delay"
   kill -"$sig" "$p" 2>/dev/null || true
   rc=0; wait "$p" || rc=$?
@@ -83,8 +86,8 @@ for t in $(seq "$trials"); do
   check_no_tmp "$dir/run" "$sig" "$what"
 done
 # A whole run to the same paths after the last kill.
-"$rdmalab" run "$scenario" ${backend:+--backend "$backend"} --quiet --set workload.iterations=100 --json "$dir/run/r.json" \
-  ${backend:---record "$dir/run/r.rec"} >/dev/null 2>"$dir/err" || fail "a run after the kills failed: $(cat "$dir/err")"
+"$rdmalab" run "$scenario" "${on_backend[@]}" --quiet --set workload.iterations=100 --json "$dir/run/r.json" "${record[@]}" \
+  >/dev/null 2>"$dir/err" || fail "a run after the kills failed: $(cat "$dir/err")"
 grep -q '"status": "ok"' "$dir/run/r.json" || fail "the run after the kills does not say ok: $(head -c 300 "$dir/run/r.json")"
 check_record "$dir/run/r.rec" "the run after the kills"
 if [ -n "$backend" ]; then
