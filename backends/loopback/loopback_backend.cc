@@ -157,7 +157,7 @@ class LoopbackBackend final : public Backend {
     std::uint64_t corrupt = spec.scenario && spec.scenario->has("loopback.corrupt_every")
                                 ? static_cast<std::uint64_t>(spec.scenario->get_int("loopback.corrupt_every"))
                                 : 0;
-    Fabric fabric(spec.ranks, corrupt);
+    Fabric fabric(corrupt);
     SharedBootstrap shared(spec.ranks);
     const auto t0 = Clock::now();
     std::vector<Status> results(static_cast<std::size_t>(spec.ranks));

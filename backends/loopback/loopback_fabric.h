@@ -62,7 +62,7 @@ struct Cqe {
 
 class Fabric {
  public:
-  Fabric(int ranks, std::uint64_t corrupt_every) : corrupt_every_(corrupt_every), ranks_(ranks) {
+  explicit Fabric(std::uint64_t corrupt_every) : corrupt_every_(corrupt_every) {
     engine_ = std::thread([this] { engine_loop(); });
   }
   ~Fabric() {
@@ -137,7 +137,6 @@ class Fabric {
   void engine_loop();
   void execute(LoopbackQp* qp, Clock::time_point now, Clock::time_point& next_deadline);
 
-  int ranks_;
   std::thread engine_;
 };
 
