@@ -162,6 +162,17 @@ Status check_fabric(const Scenario& sc) {
   RDMALAB_TRY(check_fabric_shape(sc));  // node counts (run.h); run_scenario checks it too
   RDMALAB_TRY(node_placement(sc).status());
   RDMALAB_TRY(read_degrade(sc).status());
+  if (sc.get_string("fabric.model") == "alpha_beta") {
+    // The calibrated model's NIC and packet keys do nothing on alpha_beta (read_model): one the
+    // user wrote is refused rather than ignored. A preset's values stay (a preset is a bundle).
+    for (const char* key : {"fabric.link_layer", "fabric.mtu", "fabric.nic.message_rate", "fabric.nic.max_rd_atomic",
+                            "fabric.nic.latency", "fabric.nic.jitter", "fabric.host.stall_rate", "fabric.host.stall"}) {
+      if (!sc.is_set(key) || sc.loc(key).file.rfind("preset ", 0) == 0) continue;
+      return sc.error(key, fmt::format("is a key of the calibrated model; fabric.model alpha_beta ({}) has link bandwidth and "
+                                       "latency only and would not use it: drop the key, or use fabric.model calibrated",
+                                       sc.values.at("fabric.model").source()));
+    }
+  }
   if (sc.has("fabric.calibration")) {
     if (sc.get_string("fabric.model") == "alpha_beta")
       return sc.error("fabric.calibration", "fabric.model alpha_beta turns every effect off: drop the calibration, or use the calibrated model");
@@ -309,6 +320,7 @@ FabricModel read_model(const Scenario& sc) {
     m.nic.jitter_mean_s = sc.get_time("fabric.nic.jitter");
     m.nic.stall_rate = sc.get_number("fabric.host.stall_rate");
     m.nic.stall_s = sc.get_time("fabric.host.stall");
+    m.nic.port_bw = sc.get_bandwidth("fabric.link.bandwidth");
   }
   return m;
 }

@@ -31,6 +31,7 @@ struct NicModel {
   // length uniform up to stall_s (fabric.host.stall*), that a request due during one waits out;
   // 0: none (alpha_beta).
   double jitter_mean_s = 0, stall_rate = 0, stall_s = 0;
+  double port_bw = 0;  // the NIC's port, bytes/s (fabric.link.bandwidth): how fast a message's packets follow its first
 };
 
 // Inside a node (fabric.node.*): GPUs and NICs under PCIe switches, switches under the CPU root

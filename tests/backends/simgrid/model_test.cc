@@ -965,6 +965,28 @@ TEST(Calibration, BadFilesSayWhereAndWhy) {
   EXPECT_NE(st.message().find("fabric.calibration: /nonexistent.yaml: cannot read the calibration file"), std::string::npos) << st.message();
 }
 
+TEST(Calibration, AlphaBetaRefusesTheCalibratedModelsKeysAUserWrote) {
+  auto backend = all_backends().make("simgrid");
+  const Schema schema = full_schema(all_backends());
+  for (const char* set : {"fabric.mtu=1KiB", "fabric.nic.latency=300ns", "fabric.link_layer=roce", "fabric.nic.jitter=0ns",
+                          "fabric.host.stall_rate=0", "fabric.nic.message_rate=1e8", "fabric.nic.max_rd_atomic=4"}) {
+    auto sc = parse_scenario(kStar, "model_test.yaml", {"fabric.nodes=2", set}, schema);
+    ASSERT_TRUE(sc.is_ok()) << set;
+    Status st = (*backend)->check(*sc);
+    const std::string key = std::string(set).substr(0, std::string(set).find('='));
+    EXPECT_NE(st.message().find(key + ": is a key of the calibrated model; fabric.model alpha_beta (model_test.yaml:2:"), std::string::npos)
+        << set << ": " << st.message();
+    // The calibrated model takes it.
+    sc = parse_scenario(kStar, "model_test.yaml", {"fabric.nodes=2", set, "fabric.model=calibrated"}, schema);
+    ASSERT_TRUE(sc.is_ok()) << set;
+    EXPECT_TRUE((*backend)->check(*sc).is_ok()) << set;
+  }
+  // A preset's bundle may carry them: alpha_beta on a preset is a check of the formulas.
+  auto sc = parse_scenario(kStar, "model_test.yaml", {"fabric.preset=cx7-ndr-h100", "fabric.nodes=2"}, schema);
+  ASSERT_TRUE(sc.is_ok());
+  EXPECT_TRUE((*backend)->check(*sc).is_ok()) << (*backend)->check(*sc).message();
+}
+
 TEST(Record, FollowerReadsOnlyCompleteLines) {
   const std::string path = ::testing::TempDir() + "/rdmalab-follow-test.jsonl";
   std::ofstream out(path);
