@@ -95,10 +95,10 @@ Result<std::optional<Degrade>> read_degrade(const Scenario& sc) {
   Degrade d;
   d.factor = sc.get_number("fabric.degrade.factor");
   d.at_s = sc.get_time("fabric.degrade.at");
-  if (d.factor <= 0)
-    return sc.error("fabric.degrade.factor",
-                    "0 would be a link down: real RC retries and then fails with IBV_WC_RETRY_EXC_ERR unless the route changes, which "
-                    "this model does not do yet; give a fraction above 0 (a link at 1 % is 0.01)");
+  if (d.factor <= 0 && d.at_s > 0)
+    return sc.error("fabric.degrade.at",
+                    "a link that goes down during the run is not modelled (what it had on the wire would be lost mid-transfer): "
+                    "take it down from the start (fabric.degrade.at: 0), or keep a fraction of it (fabric.degrade.factor above 0)");
   const std::string topo = sc.get_string("fabric.topology");
   const auto switches = switch_names(sc);
   const long nodes = static_cast<long>(sc.get_int("fabric.nodes"));

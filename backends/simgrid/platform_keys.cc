@@ -53,7 +53,9 @@ void add_fabric_keys(Schema& s) {
   s.add("fabric.degrade.links", T::string_list, "",
         "what-if: the links whose bandwidth falls to fabric.degrade.factor, as node names from the record (node-3, leaf-1, "
         "spine-0, rail-2): every link at that node, or NAME:up / NAME:down for its links to the tier above or below");
-  s.add("fabric.degrade.factor", T::number, "", "what-if: the fraction of their bandwidth the degraded links keep, above 0 and at most 1", 0, 1);
+  s.add("fabric.degrade.factor", T::number, "",
+        "what-if: the fraction of their bandwidth the degraded links keep, at most 1; 0: down from the start (a route that crosses "
+        "one fails after the QP's retries, IBV_WC_RETRY_EXC_ERR: routes are fixed, as before the subnet manager moves them)", 0, 1);
   s.add("fabric.degrade.at", T::time, "0s", "what-if: the simulated time at which the links degrade (0: from the start)", 0, 1e6);
   s.add_choice("fabric.placement.policy", "packed",
                "which fabric node runs each of the job's nodes: packed (in order), spread (round-robin over a fat tree's leaves), "

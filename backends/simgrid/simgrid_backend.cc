@@ -70,6 +70,12 @@ Status simulate(const LaunchSpec& spec, const RankMain& main, const Scenario& sc
         if (sg4::Link* l = sg4::Link::by_name_or_null(topo.links[i].name); l && std::find(links.begin(), links.end(), l) == links.end())
           links.push_back(l);
     }
+    if (degrade->factor <= 0) {
+      // Down (from the start: read_degrade): its bandwidth stays in the picture; no packet crosses
+      // it (launch_phase).
+      w.down_links.assign(links.begin(), links.end());
+      links.clear();
+    }
     auto apply = [links, f = degrade->factor] {
       for (sg4::Link* l : links) l->set_bandwidth(l->get_bandwidth() * f);
     };

@@ -170,6 +170,7 @@ static_assert(sizeof(SgeList) == 32);
 struct alignas(64) PendingRecv {  // one cache line each in a QP's receive queue
   std::uint64_t wr_id = 0;
   SgeList sges;
+  double ready_at = 0;  // when the NIC has it (a CPU's post: RecvWr::model_host_cost)
 };
 
 // A list whose first N elements live inside it. A NIC's short lists (its requests on the wire, the

@@ -123,6 +123,21 @@ Ends request_ends(World& w, const Op& op) {
   return {me, peer, peer_rank};
 }
 
+// The local ACK timeout rdmalab's QPs ask for: the verbs backend's ibv_qp_attr.timeout 14, as
+// perftest's, is 4.096 us x 2^14 (IBA 9.7.6.1.3).
+constexpr double kAckTimeoutS = 4.096e-6 * (1 << 14);
+
+// Whether the route between two endpoints crosses a link that is down (kept).
+bool route_is_down(World& w, sg4::Host* src, sg4::Host* dst) {
+  auto [it, fresh] = w.route_down.try_emplace({src, dst}, false);
+  if (fresh) {
+    std::vector<sg4::Link*> links;
+    src->route_to(dst, links, nullptr);
+    for (const sg4::Link* l : links) it->second = it->second || std::find(w.down_links.begin(), w.down_links.end(), l) != w.down_links.end();
+  }
+  return it->second;
+}
+
 void launch_phase(World& w, Op& op) {
   SimgridQp* qp = op.qp;
   const auto [me, peer, peer_rank] = request_ends(w, op);
@@ -137,6 +152,17 @@ void launch_phase(World& w, Op& op) {
   }
   op.peer = peer_rank;
   ++op.gen;
+  if (!w.down_links.empty() && route_is_down(w, src, dst)) {
+    // Nothing comes back: the requester's ACK timeout expires retry_cnt + 1 times, then the
+    // request fails with retry_exc_err and the QP moves to ERR (launch_if_due), as RC does
+    // until the subnet manager gives the pair another route (this model's routes are fixed).
+    op.comm = nullptr;
+    op.lost = true;
+    op.timer_at = sg4::Engine::get_clock() + (qp->conn.retry_cnt + 1.0) * kAckTimeoutS;
+    list_timed(w, op);
+    w.set_alarm(qp->rank, op.timer_at);
+    return;
+  }
   if (!w.model.alpha_beta && control_only(op)) {
     // Ends after its route's latency, on the requester's timer list like a start time; the
     // requester is woken for it when it waits elsewhere (its alarm).
@@ -215,6 +241,14 @@ void launch_if_due(World& w, Op& op) {
       return;
     }
   }
+  if (op.lost) {  // its retries ran out
+    op.lost = false;
+    op.done = true;
+    op.status = WcStatus::retry_exc_err;
+    retire_heads(w, op.qp);
+    w.flush_wakes();
+    return;
+  }
   if (op.control_end) {  // a payload-free phase's end: what transfer_ended does for a transfer
     op.control_end = false;
     const OpPtr hold(&op);
@@ -283,6 +317,18 @@ double with_host_noise(const NicModel& m, Nic& nic, double at) {
 
 std::uint64_t jitter_seed(std::uint64_t seed, int rank) { return mix64(mix64(seed) + static_cast<std::uint64_t>(rank) + 1); }
 
+double receive_ready_at(World& w, int rank) {
+  const double now = sg4::Engine::get_clock();
+  if (w.model.alpha_beta) return now;
+  // The CPU that saw the last completion posts the next receive (the host's noise, as a request's
+  // post), and the NIC takes in the new receive WQE (its processing of a request, nic_latency_s:
+  // the per-NIC figure the sends pay on their way out).
+  const NicModel& m = w.model.nic;
+  Nic& nic = *w.nics[static_cast<std::size_t>(rank)];
+  const double posted = m.jitter_mean_s > 0 || m.stall_rate > 0 ? with_host_noise(m, nic, now) : now;
+  return posted + m.nic_latency_s;
+}
+
 void start_op(World& w, Op& op, double min_latency, bool any_actor) {
   Nic& nic = *w.nics[static_cast<std::size_t>(op.qp->rank)];
   const double now = sg4::Engine::get_clock();
@@ -329,7 +375,22 @@ void at_responder(World& w, Op& op) {
   });
   if (verdict != WcStatus::success) return fail(verdict);
   const bool consumes_recv = soft_rc::consumes_receive(oc);
-  if (consumes_recv && peer->rq.empty()) {
+  // A message takes its receive when its first packet arrives, as a NIC does. The model's
+  // transfers of one QP share the link and end together; on the wire they follow one another, so
+  // the receive is checked against the arrival the QP's messages would have in sequence at the
+  // port's rate (rx_last, the last packet of the one before) rather than against the bunched end.
+  // A receive not yet the NIC's then (receive_ready_at: a CPU's repost) was not there: RNR.
+  bool rnr = consumes_recv && peer->rq.empty();
+  double last_packet = 0;
+  if (consumes_recv && !rnr && peer->rq.front().ready_at > 0) {
+    const NicModel& m = w.model.nic;
+    const double len = static_cast<double>(op.len) * op.wr.wire_factor;
+    const double wire = m.port_bw > 0 ? wire_bytes(m, len) / m.port_bw : 0;
+    const double first = m.port_bw > 0 ? wire_bytes(m, std::min(len, m.mtu)) / m.port_bw : 0;
+    last_packet = std::max(sg4::Engine::get_clock(), peer->rx_last + wire);
+    rnr = peer->rq.front().ready_at > last_packet - wire + first;
+  }
+  if (rnr) {
     if (!soft_rc::rnr_retries(op.rnr_attempts, qp->conn.rnr_retry)) return fail(WcStatus::rnr_retry_exc_err);
     // RNR NAK: the requester waits the responder's timer and sends again.
     op.rnr_attempts++;
@@ -366,6 +427,7 @@ void at_responder(World& w, Op& op) {
     default: break;
   }
   if (consumes_recv) {
+    if (last_packet > 0) peer->rx_last = last_packet;
     PendingRecv r = std::move(peer->rq.front());
     peer->rq.pop_front();
     Completion wc = soft_rc::receive_completion(r.wr_id, peer->qpn(), oc, op.wr.imm, static_cast<std::uint32_t>(op.len));

@@ -166,6 +166,7 @@ Status SimgridQp::post_recv(std::span<const RecvWr> wrs, std::size_t* bad_index)
     PendingRecv& r = rq.next();
     r.wr_id = wrs[i].wr_id;
     r.sges.assign(wrs[i].sg_list);
+    r.ready_at = wrs[i].model_host_cost ? receive_ready_at(w_, rank) : 0;
   }
   w_.flush_wakes();
   return Status::ok();

@@ -122,6 +122,7 @@ class alignas(64) SimgridQp final : public QueuePair {
     state_ = QpState::reset;
     posted = retired = 0;
     rd_outstanding = 0;
+    rx_last = 0;
     held.clear();
     return Status::ok();
   }
@@ -136,6 +137,7 @@ class alignas(64) SimgridQp final : public QueuePair {
     ops.swap(inflight);
     held.clear();
     rd_outstanding = 0;
+    rx_last = 0;
     for (auto& op : ops) {
       op->dead = true;
       complete_send(*op, op->done ? op->status : WcStatus::wr_flush_err, true);
@@ -204,6 +206,7 @@ class alignas(64) SimgridQp final : public QueuePair {
   // Reads and atomics in flight, and the requests held behind one that found them at the QP's
   // limit (the send queue stalls there, as a NIC's does), each with its model_min_latency_s.
   std::uint32_t rd_outstanding = 0;
+  double rx_last = 0;  // as responder: when the last message that took a CPU-posted receive ended, in sequence (at_responder)
   std::deque<std::pair<OpPtr, double>> held;
 
  private:

@@ -77,6 +77,7 @@ struct alignas(64) Op {
   bool timed : 1 = false;         // listed in its requester's NIC's requests waiting for a start time
   bool via_inbox : 1 = false;     // the current transfer went through the responder's inbox (not detached)
   bool control_end : 1 = false;   // timer_at is when the current phase, payload-free, ends (no transfer)
+  bool lost : 1 = false;          // its route is down: timer_at is when its retries run out (retry_exc_err)
   std::uint8_t phase : 1 = 0;
   std::uint8_t rnr_attempts : 4 = 0;  // counted up to rnr_retry (at most 6; 7 retries forever)
   struct Wr {  // the request as posted, less its SGEs (sges) and an atomic's operands (below)
@@ -277,6 +278,9 @@ struct World {
   int ending_requester = -1;
   std::uint32_t ending_gen = 0;
   std::map<std::pair<sg4::Host*, sg4::Host*>, double> route_latency;  // by endpoints (launch_phase)
+  // What-if: links down (fabric.degrade.factor 0). A route that crosses one loses every packet.
+  std::vector<const sg4::Link*> down_links;
+  std::map<std::pair<sg4::Host*, sg4::Host*>, bool> route_down;  // by endpoints (launch_phase)
   void wake_later(int rank) { pending_wakes.push_back(rank); }
   void flush_wakes() {
     if (pending_wakes.empty()) return;

@@ -231,6 +231,11 @@ inline bool is_atomic(SendOpcode op) noexcept { return op == SendOpcode::atomic_
 struct RecvWr {
   std::uint64_t wr_id = 0;
   std::span<const Sge> sg_list;
+  // Whether posting it costs the host's time on a model that has it (the SimGrid model: the
+  // receive is the NIC's only after the posting CPU's noise and the NIC's processing, so a receive
+  // queue reposted just in time runs dry: RNR). The collectives' engine clears it: its receives
+  // are posted ahead of the credits that let data come, and NCCL's step latencies hold the rest.
+  bool model_host_cost = true;
 };
 
 // ---------------------------------------------------------------------------------------------

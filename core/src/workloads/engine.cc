@@ -228,6 +228,7 @@ Status CollectiveEngine::setup(const std::vector<Plan>& plans, std::uint64_t min
 
 Status CollectiveEngine::post_recv(std::size_t ci) {
   RecvWr wr{make_wr_id(2, ci, 0, 0), {}};
+  wr.model_host_cost = false;  // posted ahead of the credit that lets the data come
   return conns_[ci]->qp->post_recv(std::span<const RecvWr>(&wr, 1));
 }
 

@@ -62,6 +62,7 @@ Status connect(Pair& c) {
   for (int q = 0; q < c.p.qps; ++q) {
     QpConnectAttr attr;
     attr.remote = c.remote.ep[static_cast<std::size_t>(q)];
+    attr.min_rnr_timer_s = rnr_timer_seconds(12);  // perftest's MIN_RNR_TIMER: code 12, 0.64 ms
     RDMALAB_TRY(c.qps[static_cast<std::size_t>(q)]->to_rtr(attr));
     RDMALAB_TRY(c.qps[static_cast<std::size_t>(q)]->to_rts());
   }

@@ -65,6 +65,21 @@ case "$part" in
     # half-written --json (issue: numbers a user can trust and runs that fail cleanly).
     check "verbs runs killed at random leave no process and no half-written output" 0 "PASS" \
       "$(dirname "$0")/../../cli/kill_at_random.sh" "$rdmalab" "$scenario" 6 "" verbs
+    # The course's Soft-RoCE parts (docs/labs): the labs' own scenarios on the kernel's rxe.
+    labs=$(dirname "$0")/../../../scenarios/labs
+    check "lab 2: read latency on Soft-RoCE" 0 "t_typical" "$rdmalab" run "$labs/02-operations.yaml" --backend verbs \
+      --set workload.type=read_lat --set workload.iterations=200
+    check "lab 4: a wrong rkey on Soft-RoCE" 0 "IBV_WC_REM_ACCESS_ERR" "$rdmalab" run "$labs/04-access-errors.yaml" --backend verbs
+    check "lab 4: a write outside the region on Soft-RoCE" 0 "IBV_WC_REM_ACCESS_ERR" "$rdmalab" run "$labs/04-access-errors.yaml" \
+      --backend verbs --set workload.provoke=outside_region
+    check "lab 4: a write without remote-write access on Soft-RoCE" 0 "IBV_WC_REM_ACCESS_ERR" "$rdmalab" run "$labs/04-access-errors.yaml" \
+      --backend verbs --set workload.provoke=no_remote_write
+    check "lab 5: a send without a receive on Soft-RoCE" 0 "IBV_WC_RNR_RETRY_EXC_ERR" "$rdmalab" run "$labs/05-rnr.yaml" --backend verbs \
+      --set workload.min_rnr_timer=1
+    check "lab 5: one receive posted on Soft-RoCE runs dry but delivers" 0 "65536" "$rdmalab" run "$labs/05-shallow-rq.yaml" --backend verbs \
+      --set workload.rx_depth=1 --set workload.iterations=50
+    check "lab 11: the measurement on Soft-RoCE" 0 "1048576" "$rdmalab" run "$labs/11-predict-measure.yaml" --backend verbs \
+      --set workload.iterations=100
     # Two processes through the TCP rendezvous.
     T=0123456789abcdef
     "$rdmalab" run "$scenario" --backend verbs --bootstrap 127.0.0.1:18515 --rank 1 --size 2 --token $T --quiet --set workload.iterations=300 &
