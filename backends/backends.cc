@@ -5,6 +5,7 @@
 #include "simgrid/simgrid_backend.h"
 #endif
 #ifdef RDMALAB_HAVE_VERBS
+#include "verbs/mpi_bootstrap.h"
 #include "verbs/verbs_backend.h"
 #endif
 
@@ -46,6 +47,15 @@ const BackendRegistry& all_backends() {
     return r;
   }();
   return reg;
+}
+
+Result<std::unique_ptr<Bootstrap>> mpi_bootstrap() {
+#ifdef RDMALAB_HAVE_VERBS
+  RDMALAB_ASSIGN(auto b, verbs::MpiBootstrap::init());
+  return std::unique_ptr<Bootstrap>(std::move(b));
+#else
+  return Status(Errc::not_supported, "this build has no MPI library (the verbs backend was not built: " RDMALAB_VERBS_WHY ")");
+#endif
 }
 
 }  // namespace rdmalab

@@ -13,7 +13,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <set>
+#include <span>
 #include <signal.h>
 #include <sstream>
 #include <sys/prctl.h>
@@ -138,6 +141,67 @@ void print_aligned(const ResultTable& t) {
   for (const auto& row : t.cells) line(row);
 }
 
+// Under mpirun: this process's rank and the job's size, from the launcher's environment (Open
+// MPI's OMPI_COMM_WORLD_*, MPICH's and Intel MPI's PMI_*), read before MPI starts so that the
+// points can be forked first and MPI only gathers at the end (forking after MPI_Init is what MPI
+// libraries warn against). {0, 1} outside mpirun.
+std::pair<int, int> launcher_rank_size() {
+  for (const auto& [r, n] : {std::pair{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}, std::pair{"PMI_RANK", "PMI_SIZE"}}) {
+    const char* rv = std::getenv(r);
+    const char* nv = std::getenv(n);
+    if (rv && nv) return {std::atoi(rv), std::max(1, std::atoi(nv))};
+  }
+  return {0, 1};
+}
+
+// The launcher's variables, which a point's own `rdmalab run` must not see (it would take its
+// ranks from MPI).
+// The names come from /proc/self/environ, not from `environ`: naming that symbol here would copy
+// it into the executable, where the MPI library, loaded with RTLD_DEEPBIND (mpi_bootstrap.cc),
+// would not see it, and Open MPI's own setenv then frees strings it never allocated.
+void forget_launcher_env() {
+  std::vector<std::string> names;
+  std::ifstream in("/proc/self/environ", std::ios::binary);
+  for (std::string kv; std::getline(in, kv, '\0');) {
+    const std::string name = kv.substr(0, kv.find('='));
+    for (const char* prefix : {"OMPI_", "PMI_", "PMIX_", "MPI_LOCALRANKID", "MPI_LOCALNRANKS", "HYDRA_"})
+      if (name.rfind(prefix, 0) == 0) names.push_back(name);
+  }
+  for (const auto& n : names) ::unsetenv(n.c_str());
+}
+
+// The points' results of every rank, at rank 0: each rank sends the JSON of the points it ran
+// (index, then the file's text); rank 0 writes them into its points folder, where the table reads
+// them (the same files on a shared folder, new ones on a machine of its own).
+Status gather_points(Bootstrap& boot, const std::vector<std::size_t>& mine, const std::function<fs::path(std::size_t)>& json_of) {
+  std::string blob;
+  for (std::size_t i : mine) {
+    const std::string text = read_text(json_of(i));
+    blob += fmt::format("{} {}\n", i, text.size());
+    blob += text;
+  }
+  RDMALAB_ASSIGN(auto lengths, allgather_value<std::uint64_t>(boot, blob.size()));
+  std::uint64_t longest = 0;
+  for (auto l : lengths) longest = std::max(longest, l);
+  blob.resize(longest, '\0');
+  RDMALAB_ASSIGN(auto all, boot.allgather(std::as_bytes(std::span(blob.data(), blob.size()))));
+  if (boot.rank() != 0) return Status::ok();
+  for (int r = 1; r < boot.size(); ++r) {
+    const char* p = reinterpret_cast<const char*>(all.data()) + static_cast<std::size_t>(r) * longest;
+    std::string_view rest(p, lengths[static_cast<std::size_t>(r)]);
+    while (!rest.empty()) {
+      const std::size_t eol = rest.find('\n');
+      std::size_t i = 0, len = 0;
+      if (eol == std::string_view::npos || std::sscanf(std::string(rest.substr(0, eol)).c_str(), "%zu %zu", &i, &len) != 2 ||
+          rest.size() - eol - 1 < len)
+        return Status(Errc::internal, fmt::format("sweep: rank {} sent points rank 0 cannot read", r));
+      RDMALAB_TRY(write_file_atomically(json_of(i).string(), std::string(rest.substr(eol + 1, len))));
+      rest.remove_prefix(eol + 1 + len);
+    }
+  }
+  return Status::ok();
+}
+
 int cmd_sweep(const SweepArgs& a) {
   // Everything is checked before any point runs.
   std::vector<SweepAxis> axes;
@@ -231,7 +295,16 @@ int cmd_sweep(const SweepArgs& a) {
     }
     todo.push_back(i);
   }
-  const bool show = !a.quiet && (a.progress || ::isatty(STDERR_FILENO));
+  // Under mpirun the points are dealt out over the ranks (point i to rank i mod size); rank 0
+  // gathers the results and writes the table.
+  const auto [mpi_rank, mpi_size] = launcher_rank_size();
+  if (mpi_size > 1) {
+    std::vector<std::size_t> mine;
+    for (std::size_t i : todo)
+      if (static_cast<int>(i % static_cast<std::size_t>(mpi_size)) == mpi_rank) mine.push_back(i);
+    todo.swap(mine);
+  }
+  const bool show = mpi_rank == 0 && !a.quiet && (a.progress || ::isatty(STDERR_FILENO));
   const bool tty = ::isatty(STDERR_FILENO);
   struct sigaction sa {};
   sa.sa_handler = on_sweep_signal;
@@ -278,6 +351,7 @@ int cmd_sweep(const SweepArgs& a) {
       if (::getppid() != parent) ::_exit(127);
       for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::signal(sig, SIG_DFL);
       ::setpgid(0, 0);  // a terminal's Ctrl-C reaches the sweep, which stops its points itself
+      if (mpi_size > 1) forget_launcher_env();
       exec_self_into(argv_s, txt, err);
     }
     running[pid] = i;
@@ -326,6 +400,26 @@ int cmd_sweep(const SweepArgs& a) {
     report();
   }
   if (show && tty) fmt::print(stderr, "\n");
+  if (mpi_size > 1) {
+    // MPI starts now, after the last fork. Every rank's points reach rank 0, which reads them.
+    auto boot = mpi_bootstrap();
+    Status st = boot ? gather_points(**boot, todo, [&](std::size_t i) { return file(i, "json"); }) : boot.status();
+    if (!st) {
+      fmt::print(stderr, "rdmalab: sweep under mpirun, rank {}: {}\n", mpi_rank, st.message());
+      return kExitRunFailed;
+    }
+    if (mpi_rank != 0) return g_sweep_signal ? 128 + g_sweep_signal : failed > 0 ? kExitRunFailed : kExitOk;
+    const std::set<std::size_t> ran_here(todo.begin(), todo.end());
+    for (std::size_t i = 0; i < n; ++i) {
+      if (results[i].cached || ran_here.count(i)) continue;
+      read_point(file(i, "json"), results[i]);
+      ++done;
+      if (results[i].status != "ok") {
+        ++failed;
+        if (!a.quiet) fmt::print(stderr, "rdmalab: sweep point {} ({}) {}: {}\n", i, results[i].point.label(axes), results[i].status, results[i].error);
+      }
+    }
+  }
   for (auto& r : results)
     if (r.status.empty()) r.status = "not run";
 

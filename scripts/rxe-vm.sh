@@ -4,14 +4,15 @@
 #   scripts/rxe-vm.sh [--timeout SECONDS] [--out DIR] -- COMMAND [ARGS...]
 #
 # Boots Debian's own kernel (linux-image-amd64, which carries rdma_rxe) under qemu with software
-# emulation, with this machine's root shared read-only over 9p as the guest's userland and DIR
-# (default: a new temporary folder) shared writable. In the guest it loads rdma_rxe, creates a
+# emulation, with this machine's root shared read-only over 9p as the guest's userland (cached in
+# the guest: it must not change while the VM runs), and the current directory and DIR (default: a
+# new temporary folder) shared writable. In the guest it loads rdma_rxe, creates a
 # veth pair and one rxe device (rxe0) on it, runs COMMAND from the current directory as root, and
 # powers off. COMMAND's output is printed here and its exit status is this script's.
 # Nothing leaves the VM: it has no network device to the outside.
 #
-# What was measured about rxe on these machines is in shared/soft-roce.md; what this script does
-# and why is in docs/backends/verbs.md.
+# What this script does and why, and what Linux 6.1's rxe does differently: docs/backends/verbs.md
+# ("On Soft-RoCE, on a machine whose kernel has no RDMA").
 set -euo pipefail
 
 timeout_s=900
@@ -21,7 +22,7 @@ while (($#)); do
     --timeout) timeout_s="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "rxe-vm.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -50,7 +51,7 @@ moddir=/lib/modules/$kver
 # --- a tiny initramfs: busybox and the modules that reach the host's root over 9p ---
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/rdmalab-rxe
 mkdir -p "$cache"
-initrd=$cache/initrd-$kver-v2.cpio.gz
+initrd=$cache/initrd-$kver-v4.cpio.gz
 if [ ! -f "$initrd" ]; then
   stage=$(mktemp -d)
   mkdir -p "$stage"/{bin,dev,proc,sys,mnt,modules}
@@ -70,7 +71,7 @@ if [ ! -f "$initrd" ]; then
 /bin/busybox --install -s /bin
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
 for m in $(cat /modules/order); do insmod /modules/$m.ko 2>/dev/null; done
-mount -t 9p -o trans=virtio,version=9p2000.L,msize=524288,ro hostroot /mnt || { echo "rxe-vm: cannot mount the host root"; poweroff -f; }
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=524288,ro,cache=loose hostroot /mnt || { echo "rxe-vm: cannot mount the host root"; poweroff -f; }
 # The guest needs writable /tmp, /run and /var/tmp; the host's /tmp stays reachable so that a
 # working tree under /tmp (a fresh clone, a CI checkout) is still seen in the guest.
 mkdir -p /hosttmp; mount --bind /mnt/tmp /hosttmp
@@ -79,6 +80,12 @@ keep=$(sed -n 's/.*rdmalab.keep=\([^ ]*\).*/\1/p' /proc/cmdline)
 case "$keep" in
   /tmp/*) mkdir -p "/mnt$keep"; mount --bind "/hosttmp/${keep#/tmp/}" "/mnt$keep" ;;
 esac
+# The current directory, shared writable: a command's output files land where the user ran it.
+cwd=$(sed -n 's/.*rdmalab.cwd=\([^ ]*\).*/\1/p' /proc/cmdline)
+if [ -n "$cwd" ]; then
+  mkdir -p "/mnt$cwd" 2>/dev/null
+  mount -t 9p -o trans=virtio,version=9p2000.L,msize=524288 cwd "/mnt$cwd" || echo "rxe-vm: cannot mount $cwd writable: it stays read-only"
+fi
 out=$(sed -n 's/.*rdmalab.out=\([^ ]*\).*/\1/p' /proc/cmdline)
 mkdir -p "/mnt$out" 2>/dev/null
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=524288 out "/mnt$out" || { echo "rxe-vm: cannot mount $out"; poweroff -f; }
@@ -127,11 +134,19 @@ rm -f "$out/status" "$out/output.log"
 # clocksource=tsc: the guest keeps time with the TSC, as real machines do; left to itself it picks
 # QEMU's emulated HPET, and every clock_gettime becomes a trap and an emulated device read (it
 # showed in perf in the guest as read_hpet, and inflated every latency rdmalab measured).
+# The current directory is shared writable unless it is the root itself or its path has a space
+# (the kernel's command line carries it); the rest of this machine stays read-only.
+cwd_share=()
+cwd_arg=""
+case "$PWD" in
+  /|*" "*) echo "rxe-vm.sh: the current directory ($PWD) stays read-only in the guest: write output under --out ($out)" >&2 ;;
+  *) cwd_share=(-virtfs "local,path=$PWD,mount_tag=cwd,security_model=passthrough,multidevs=remap"); cwd_arg="rdmalab.cwd=$PWD" ;;
+esac
 qemu=(qemu-system-x86_64 -accel tcg -m 4096 -smp 2 -nographic -no-reboot -nic none
   -kernel "$kernel" -initrd "$initrd"
-  -append "console=ttyS0 quiet loglevel=3 panic=-1 clocksource=tsc tsc=reliable rdmalab.out=$out rdmalab.keep=$PWD"
+  -append "console=ttyS0 quiet loglevel=3 panic=-1 clocksource=tsc tsc=reliable rdmalab.out=$out rdmalab.keep=$PWD $cwd_arg"
   -virtfs local,path=/,mount_tag=hostroot,security_model=passthrough,readonly=on,multidevs=remap
-  -virtfs "local,path=$out,mount_tag=out,security_model=passthrough,multidevs=remap")
+  -virtfs "local,path=$out,mount_tag=out,security_model=passthrough,multidevs=remap" "${cwd_share[@]}")
 start=$(date +%s)
 set +e
 timeout --foreground "$timeout_s" "${qemu[@]}" < /dev/null > "$out/console.log" 2>&1

@@ -12,6 +12,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <fstream>
 #include <infiniband/verbs.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -102,6 +103,24 @@ void note_fabric_mismatch(const Scenario* sc, const Selected& sel, int rank) {
              want, sc->is_set("fabric.link.bandwidth") ? "" : " (the default)", sel.name, sel.port, have);
 }
 
+// Rank 0 says once when a latency test runs on Soft-RoCE inside a virtual machine (the CPU flags
+// carry "hypervisor"): each sample is then the kernel's software path, timed on an emulated or
+// shared CPU, many times what a NIC takes (tens to hundreds of microseconds in the qemu VM of
+// scripts/rxe-vm.sh against about 1-2 us on a ConnectX): fine to compare with itself, not with hardware.
+void note_emulated_latency(const Scenario* sc, const Selected& sel, int rank) {
+  if (!sc || rank != 0 || sel.name.rfind("rxe", 0) != 0) return;
+  const std::string type = sc->get_string("workload.type");
+  if (type.size() < 4 || type.compare(type.size() - 4, 4, "_lat") != 0) return;
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  bool vm = false;
+  while (!vm && std::getline(cpuinfo, line)) vm = line.rfind("flags", 0) == 0 && line.find(" hypervisor") != std::string::npos;
+  if (!vm) return;
+  fmt::print(stderr, "rdmalab: note: {} is Soft-RoCE (the kernel's software) in a virtual machine: these latencies are its software path "
+                     "on a virtual CPU, many times a NIC's; compare them with each other, not with hardware or a model of it\n",
+             sel.name);
+}
+
 // Runs one rank in this process.
 // `abort` tells the other ranks this one failed (so they stop instead of waiting for it).
 Status run_rank(const LaunchSpec& spec, const RankMain& main, Bootstrap& boot, const std::function<void(const std::string&)>& abort) {
@@ -113,6 +132,7 @@ Status run_rank(const LaunchSpec& spec, const RankMain& main, Bootstrap& boot, c
     return st;
   }
   note_fabric_mismatch(spec.scenario, *sel, boot.rank());
+  note_emulated_latency(spec.scenario, *sel, boot.rank());
   Capabilities caps = probe_caps(*sel);
   std::unique_ptr<Device> dev = make_device(std::move(sel).value(), boot.rank(), o.wait, caps, &boot, o.gpu_path);
   WallRuntime rt(&boot);

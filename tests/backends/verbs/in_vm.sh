@@ -65,10 +65,15 @@ case "$part" in
     # half-written --json (issue: numbers a user can trust and runs that fail cleanly).
     check "verbs runs killed at random leave no process and no half-written output" 0 "PASS" \
       "$(dirname "$0")/../../cli/kill_at_random.sh" "$rdmalab" "$scenario" 6 "" verbs
+    # rxe-vm.sh shares the current directory writable: --json lands where the user ran it.
+    check "a --json into the current directory" 0 "" sh -c "f=rxe-vm-cwd-check.\$\$.json; \"$rdmalab\" run \"$scenario\" --backend verbs \
+      --set workload.iterations=20 --quiet --json \$f && test -s \$f && rm \$f"
     # The course's Soft-RoCE parts (docs/labs): the labs' own scenarios on the kernel's rxe.
     labs=$(dirname "$0")/../../../scenarios/labs
     check "lab 2: read latency on Soft-RoCE" 0 "t_typical" "$rdmalab" run "$labs/02-operations.yaml" --backend verbs \
       --set workload.type=read_lat --set workload.iterations=200
+    check "a latency test on Soft-RoCE in the VM says what its figures are" 0 "compare them with each other, not with hardware" \
+      "$rdmalab" run "$labs/02-operations.yaml" --backend verbs --set workload.iterations=50
     check "lab 4: a wrong rkey on Soft-RoCE" 0 "IBV_WC_REM_ACCESS_ERR" "$rdmalab" run "$labs/04-access-errors.yaml" --backend verbs
     check "lab 4: a write outside the region on Soft-RoCE" 0 "IBV_WC_REM_ACCESS_ERR" "$rdmalab" run "$labs/04-access-errors.yaml" \
       --backend verbs --set workload.provoke=outside_region
