@@ -170,15 +170,17 @@ void forget_launcher_env() {
   for (const auto& n : names) ::unsetenv(n.c_str());
 }
 
-// The points' results of every rank, at rank 0: each rank sends the JSON of the points it ran
-// (index, then the file's text); rank 0 writes them into its points folder, where the table reads
-// them (the same files on a shared folder, new ones on a machine of its own).
-Status gather_points(Bootstrap& boot, const std::vector<std::size_t>& mine, const std::function<fs::path(std::size_t)>& json_of) {
+// The points' results of every rank, at rank 0: each rank sends, for each point it ran, its
+// index, the JSON its run wrote (none when the run died first) and the error it saw; rank 0
+// writes the JSON into its points folder, where the table reads it (the same file on a shared
+// folder, a new one on a machine of its own), and keeps the error of a point without one.
+Status gather_points(Bootstrap& boot, const std::vector<std::size_t>& mine, std::vector<SweepResult>& results,
+                     const std::function<fs::path(std::size_t)>& json_of) {
   std::string blob;
   for (std::size_t i : mine) {
-    const std::string text = read_text(json_of(i));
-    blob += fmt::format("{} {}\n", i, text.size());
-    blob += text;
+    const std::string text = read_text(json_of(i)), error = results[i].error;
+    blob += fmt::format("{} {} {}\n", i, text.size(), error.size());
+    blob += text + error;
   }
   RDMALAB_ASSIGN(auto lengths, allgather_value<std::uint64_t>(boot, blob.size()));
   std::uint64_t longest = 0;
@@ -191,12 +193,15 @@ Status gather_points(Bootstrap& boot, const std::vector<std::size_t>& mine, cons
     std::string_view rest(p, lengths[static_cast<std::size_t>(r)]);
     while (!rest.empty()) {
       const std::size_t eol = rest.find('\n');
-      std::size_t i = 0, len = 0;
-      if (eol == std::string_view::npos || std::sscanf(std::string(rest.substr(0, eol)).c_str(), "%zu %zu", &i, &len) != 2 ||
-          rest.size() - eol - 1 < len)
+      std::size_t i = 0, json_len = 0, error_len = 0;
+      if (eol == std::string_view::npos ||
+          std::sscanf(std::string(rest.substr(0, eol)).c_str(), "%zu %zu %zu", &i, &json_len, &error_len) != 3 || i >= results.size() ||
+          rest.size() - eol - 1 < json_len + error_len)
         return Status(Errc::internal, fmt::format("sweep: rank {} sent points rank 0 cannot read", r));
-      RDMALAB_TRY(write_file_atomically(json_of(i).string(), std::string(rest.substr(eol + 1, len))));
-      rest.remove_prefix(eol + 1 + len);
+      rest.remove_prefix(eol + 1);
+      if (json_len > 0) RDMALAB_TRY(write_file_atomically(json_of(i).string(), std::string(rest.substr(0, json_len))));
+      results[i].error = std::string(rest.substr(json_len, error_len));
+      rest.remove_prefix(json_len + error_len);
     }
   }
   return Status::ok();
@@ -403,7 +408,7 @@ int cmd_sweep(const SweepArgs& a) {
   if (mpi_size > 1) {
     // MPI starts now, after the last fork. Every rank's points reach rank 0, which reads them.
     auto boot = mpi_bootstrap();
-    Status st = boot ? gather_points(**boot, todo, [&](std::size_t i) { return file(i, "json"); }) : boot.status();
+    Status st = boot ? gather_points(**boot, todo, results, [&](std::size_t i) { return file(i, "json"); }) : boot.status();
     if (!st) {
       fmt::print(stderr, "rdmalab: sweep under mpirun, rank {}: {}\n", mpi_rank, st.message());
       return kExitRunFailed;
@@ -412,7 +417,9 @@ int cmd_sweep(const SweepArgs& a) {
     const std::set<std::size_t> ran_here(todo.begin(), todo.end());
     for (std::size_t i = 0; i < n; ++i) {
       if (results[i].cached || ran_here.count(i)) continue;
+      const std::string error = results[i].error;  // as its rank saw it; the JSON's, if it has one, says more
       read_point(file(i, "json"), results[i]);
+      if (results[i].error.empty()) results[i].error = error;
       ++done;
       if (results[i].status != "ok") {
         ++failed;

@@ -22,7 +22,7 @@ double phase_wire_bytes(const World& w, const Op& op);
 // The first state of a rank's draws of the host's timing noise (NicModel::jitter_*) for a seed.
 std::uint64_t jitter_seed(std::uint64_t seed, int rank);
 // When a receive a rank's CPU posts now is the NIC's: after the host's timing noise and the NIC's
-// processing of a request (NicModel), at once on alpha_beta.
+// processing of a request (NicModel); 0 (at once) on alpha_beta.
 double receive_ready_at(World& w, int rank);
 // Schedules phase 0 of a request just posted (message-rate gate, latency, RC order).
 void start_op(World& w, Op& op, double min_latency, bool any_actor = false);
