@@ -68,6 +68,9 @@ case "$part" in
     # rxe-vm.sh shares the current directory writable: --json lands where the user ran it.
     check "a --json into the current directory" 0 "" sh -c "f=rxe-vm-cwd-check.\$\$.json; \"$rdmalab\" run \"$scenario\" --backend verbs \
       --set workload.iterations=20 --quiet --json \$f && test -s \$f && rm \$f"
+    # rxe measures, the model is calibrated from it, and predicts another measurement of this boot.
+    check "a write_bw sweep on Soft-RoCE calibrates the model, which predicts read_bw" 0 "PASS" \
+      "$(dirname "$0")/calibrate_loop.sh" "$rdmalab" "$(dirname "$0")/../../../scenarios/labs/11-predict-measure.yaml"
     # The course's Soft-RoCE parts (docs/labs): the labs' own scenarios on the kernel's rxe.
     labs=$(dirname "$0")/../../../scenarios/labs
     check "lab 2: read latency on Soft-RoCE" 0 "t_typical" "$rdmalab" run "$labs/02-operations.yaml" --backend verbs \
