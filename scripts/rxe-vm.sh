@@ -131,9 +131,6 @@ echo \$status > "$out/status"
 EOF
 rm -f "$out/status" "$out/output.log"
 
-# clocksource=tsc: the guest keeps time with the TSC, as real machines do; left to itself it picks
-# QEMU's emulated HPET, and every clock_gettime becomes a trap and an emulated device read (it
-# showed in perf in the guest as read_hpet, and inflated every latency rdmalab measured).
 # The current directory is shared writable unless it is the root itself or its path has a space
 # (the kernel's command line carries it); the rest of this machine stays read-only.
 cwd_share=()
@@ -142,6 +139,10 @@ case "$PWD" in
   /|*" "*) echo "rxe-vm.sh: the current directory ($PWD) stays read-only in the guest: write output under --out ($out)" >&2 ;;
   *) cwd_share=(-virtfs "local,path=$PWD,mount_tag=cwd,security_model=passthrough,multidevs=remap"); cwd_arg="rdmalab.cwd=$PWD" ;;
 esac
+
+# clocksource=tsc: the guest keeps time with the TSC, as real machines do; left to itself it picks
+# QEMU's emulated HPET, and every clock_gettime becomes a trap and an emulated device read (it
+# showed in perf in the guest as read_hpet, and inflated every latency rdmalab measured).
 qemu=(qemu-system-x86_64 -accel tcg -m 4096 -smp 2 -nographic -no-reboot -nic none
   -kernel "$kernel" -initrd "$initrd"
   -append "console=ttyS0 quiet loglevel=3 panic=-1 clocksource=tsc tsc=reliable rdmalab.out=$out rdmalab.keep=$PWD $cwd_arg"
