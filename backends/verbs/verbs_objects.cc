@@ -398,7 +398,7 @@ Status VerbsQp::to_rts() {
   RDMALAB_TRY(expect(QpState::rtr, QpState::rts));
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_RTS;
-  a.timeout = 14;  // 4.096 us × 2^14 ≈ 67 ms, perftest's default
+  a.timeout = kAckTimeoutCode;  // transport.h: 67 ms, perftest's default
   a.retry_cnt = retry_cnt_;
   a.rnr_retry = rnr_retry_;
   a.sq_psn = psn_;

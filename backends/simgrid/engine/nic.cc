@@ -82,15 +82,19 @@ bool control_only(const Op& op) {
   return !read && !atomic;
 }
 
-// The latency of the route between two endpoints (SimGrid computes routes on demand: kept).
-double route_latency(World& w, sg4::Host* src, sg4::Host* dst) {
-  auto [it, fresh] = w.route_latency.try_emplace({src, dst}, 0.0);
+// What the route between two endpoints is: its latency, and whether it crosses a link that is
+// down (SimGrid computes routes on demand: kept).
+const World::Route& route(World& w, sg4::Host* src, sg4::Host* dst) {
+  auto [it, fresh] = w.routes.try_emplace({src, dst});
   if (fresh) {
     std::vector<sg4::Link*> links;
-    src->route_to(dst, links, &it->second);
+    src->route_to(dst, links, &it->second.latency);
+    for (const sg4::Link* l : links)
+      it->second.down = it->second.down || std::find(w.down_links.begin(), w.down_links.end(), l) != w.down_links.end();
   }
   return it->second;
 }
+double route_latency(World& w, sg4::Host* src, sg4::Host* dst) { return route(w, src, dst).latency; }
 
 // The hosts a request runs between: the requester's and the responder's (rank), by the memory
 // each side touches: GPU memory by GPUDirect or staged, host memory (the same host when there is no
@@ -123,21 +127,6 @@ Ends request_ends(World& w, const Op& op) {
   return {me, peer, peer_rank};
 }
 
-// The local ACK timeout rdmalab's QPs ask for: the verbs backend's ibv_qp_attr.timeout 14, as
-// perftest's, is 4.096 us x 2^14 (IBA 9.7.6.1.3).
-constexpr double kAckTimeoutS = 4.096e-6 * (1 << 14);
-
-// Whether the route between two endpoints crosses a link that is down (kept).
-bool route_is_down(World& w, sg4::Host* src, sg4::Host* dst) {
-  auto [it, fresh] = w.route_down.try_emplace({src, dst}, false);
-  if (fresh) {
-    std::vector<sg4::Link*> links;
-    src->route_to(dst, links, nullptr);
-    for (const sg4::Link* l : links) it->second = it->second || std::find(w.down_links.begin(), w.down_links.end(), l) != w.down_links.end();
-  }
-  return it->second;
-}
-
 void launch_phase(World& w, Op& op) {
   SimgridQp* qp = op.qp;
   const auto [me, peer, peer_rank] = request_ends(w, op);
@@ -152,7 +141,7 @@ void launch_phase(World& w, Op& op) {
   }
   op.peer = peer_rank;
   ++op.gen;
-  if (!w.down_links.empty() && route_is_down(w, src, dst)) {
+  if (!w.down_links.empty() && route(w, src, dst).down) {
     // Nothing comes back: the requester's ACK timeout expires retry_cnt + 1 times, then the
     // request fails with retry_exc_err and the QP moves to ERR (launch_if_due), as RC does
     // until the subnet manager gives the pair another route (this model's routes are fixed).
@@ -325,8 +314,7 @@ double receive_ready_at(World& w, int rank) {
   // the per-NIC figure the sends pay on their way out).
   const NicModel& m = w.model.nic;
   Nic& nic = *w.nics[static_cast<std::size_t>(rank)];
-  const double posted = m.jitter_mean_s > 0 || m.stall_rate > 0 ? with_host_noise(m, nic, now) : now;
-  return posted + m.nic_latency_s;
+  return with_host_noise(m, nic, now) + m.nic_latency_s;
 }
 
 void start_op(World& w, Op& op, double min_latency, bool any_actor) {

@@ -277,10 +277,13 @@ struct World {
   const Op* ending = nullptr;
   int ending_requester = -1;
   std::uint32_t ending_gen = 0;
-  std::map<std::pair<sg4::Host*, sg4::Host*>, double> route_latency;  // by endpoints (launch_phase)
   // What-if: links down (fabric.degrade.factor 0). A route that crosses one loses every packet.
   std::vector<const sg4::Link*> down_links;
-  std::map<std::pair<sg4::Host*, sg4::Host*>, bool> route_down;  // by endpoints (launch_phase)
+  struct Route {
+    double latency = 0;
+    bool down = false;  // crosses one of down_links
+  };
+  std::map<std::pair<sg4::Host*, sg4::Host*>, Route> routes;  // by endpoints (nic.cc: route)
   void wake_later(int rank) { pending_wakes.push_back(rank); }
   void flush_wakes() {
     if (pending_wakes.empty()) return;

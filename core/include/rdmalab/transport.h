@@ -278,6 +278,12 @@ struct QpConnectAttr {
 double rnr_timer_seconds(std::uint8_t code) noexcept;
 std::uint8_t rnr_timer_code(double seconds) noexcept;
 
+// The local ACK timeout rdmalab's QPs ask for (verbs' ibv_qp_attr.timeout, perftest's default):
+// code 14, 4.096 us x 2^14, about 67 ms (IBA 9.7.6.1.3). A request that gets no answer is resent
+// after it, retry_cnt times, then fails with retry_exc_err.
+inline constexpr std::uint8_t kAckTimeoutCode = 14;
+inline constexpr double kAckTimeoutS = 4.096e-6 * (1u << kAckTimeoutCode);
+
 class QueuePair {
  public:
   virtual ~QueuePair() = default;
