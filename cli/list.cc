@@ -25,6 +25,8 @@ int cmd_list() {
   fmt::print("in-network reductions:\n");
   fmt::print("  {:<10} {}\n", "nvls", nvls.empty() ? std::string("no backend models it")
                                                    : fmt::format("NVLink SHARP on a node whose NVSwitch reduces (fabric.node.nvswitch.reduce): {} only", nvls));
+  fmt::print("  {:<10} {}\n", "nvls_tree", nvls.empty() ? std::string("no backend models it")
+                                                        : fmt::format("NVLink SHARP in each node, NCCL's tree between the nodes: {} only", nvls));
   fmt::print("  {:<10} {}\n", "collnet", "InfiniBand SHARP: not modelled yet");
   fmt::print("memory:\n");
   for (MemoryKind k : {MemoryKind::host, MemoryKind::cuda, MemoryKind::phantom})

@@ -180,9 +180,10 @@ Status check_fabric(const Scenario& sc) {
     if (!c) return sc.error("fabric.calibration", c.status().message());
   }
   const std::string topo = sc.get_string("fabric.topology");
-  if (sc.get_string("workload.algorithm") == "nvls" &&
+  const std::string algorithm = sc.get_string("workload.algorithm");
+  if ((algorithm == "nvls" || algorithm == "nvls_tree") &&
       (sc.get_string("fabric.node.model") != "pcie" || topo == "rail_optimized" || !sc.get_bool("fabric.node.nvswitch.reduce")))
-    return sc.error("workload.algorithm", "nvls needs a node whose NVSwitch reduces: fabric.node.model: pcie with NVLink and "
+    return sc.error("workload.algorithm", algorithm + " needs a node whose NVSwitch reduces: fabric.node.model: pcie with NVLink and "
                                           "fabric.node.nvswitch.reduce: true (the cx7-ndr-h100 preset has them)");
   if (sc.get_time("fabric.switch.latency") > 0 && topo != "star" && topo != "fat_tree" && topo != "rail_optimized")
     return sc.error("fabric.switch.latency",

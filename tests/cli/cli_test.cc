@@ -430,6 +430,11 @@ TEST(Cli, HelpListValidateAndKeys) {
   EXPECT_NE(l.out.find("usable"), std::string::npos);
   for (const char* w : {"write_bw", "read_bw", "send_bw", "atomic_bw", "write_lat", "read_lat", "send_lat", "atomic_lat"})
     EXPECT_NE(l.out.find(w), std::string::npos) << w;
+  // The in-network reductions, and that they are the model's alone.
+  EXPECT_NE(l.out.find("in-network reductions:"), std::string::npos) << l.out;
+  for (const char* r : {"nvls ", "nvls_tree ", "collnet "}) EXPECT_NE(l.out.find(std::string("  ") + r), std::string::npos) << r << "\n" << l.out;
+  if (l.out.find("simgrid    usable") != std::string::npos)
+    EXPECT_NE(l.out.find("NCCL's tree between the nodes: simgrid only"), std::string::npos) << l.out;
   CliRun v = rdmalab("validate " + scenario("write-bw-64k.yaml"));
   EXPECT_EQ(v.status, 0) << v.out;
   EXPECT_NE(v.out.find("ok"), std::string::npos);

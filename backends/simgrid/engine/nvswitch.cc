@@ -1,6 +1,8 @@
 // NVLink SHARP (NCCL's NVLS) on a node's NVSwitch: Device::switch_collective on the model.
 #include <fmt/format.h>
 
+#include <functional>
+
 #include "rdmalab/reduce.h"
 #include "simgrid/engine/progress.h"
 #include "simgrid/engine/world.h"
@@ -152,14 +154,231 @@ void run_switch(SwitchCall& call) {
   }
 }
 
+// NVLSTree (SwitchCollective::nodes > 1), NCCL's RunWorkColl<AllReduce, NVLS_TREE, SIMPLE>: on
+// each node every GPU scatters its copy of a unit up to the node's switch, the switch reduces the
+// node's copies, the unit's head reads the node's sum (its channel's kernel moving at most
+// head_bw), sends it up the tree to its parent node's same head once its children's sums have
+// arrived, and at the root the total goes back down the tree; each head stores the total up once
+// and its switch multicasts it to the node's GPUs. A unit is one chunk of one head's shard on one
+// node; the node-local stages are pipelines per (node, head), two units deep (one for the head's
+// kernel), as in run_switch.
+struct TreeLayout {
+  std::uint64_t base = 0, per_shard = 1;  // a head's shard (the last takes the rest), its chunks
+};
+TreeLayout tree_layout(const SwitchCollective& a, std::size_t heads) {
+  TreeLayout t;
+  const std::size_t es = dtype_size(static_cast<DataType>(a.dtype));
+  t.base = a.bytes / heads / es * es;
+  const std::uint64_t last = a.bytes - t.base * (heads - 1);
+  const std::uint64_t chunk = std::max<std::uint64_t>(1, a.chunk);
+  t.per_shard = std::max<std::uint64_t>(1, (last + chunk - 1) / chunk);
+  return t;
+}
+
+void run_nvls_tree(SwitchCall& call) {
+  const SwitchCollective& a = call.args;
+  const int nodes = a.nodes;
+  const int L = call.p / nodes;
+  const std::size_t H = call.heads.size();
+  const TreeLayout lay = tree_layout(a, H);
+  const std::uint64_t chunk = std::max<std::uint64_t>(1, a.chunk);
+  const std::uint64_t keys = H * lay.per_shard;  // (head, chunk) pairs; a unit is one on one node
+  const std::uint64_t units = keys * static_cast<std::uint64_t>(nodes);
+  const auto dtype = static_cast<DataType>(a.dtype);
+  const auto op = static_cast<ReduceOp>(a.op);
+  const std::size_t es = dtype_size(dtype);
+  if (a.latency_s > 0) sg4::this_actor::sleep_for(a.latency_s);
+
+  enum Stage { up, reduce, to_head, kernel, tree, store, mcast, done };
+  constexpr int kStages = 8;
+  struct Unit {
+    int node = 0;
+    std::uint64_t head = 0, at = 0, len = 0;  // at: offset in the buffer
+    int stage = up, pending = 0;
+    int have = 0;  // tree: sums arrived from children, plus its own
+    bool sent_up = false;
+  };
+  std::vector<Unit> u(units);
+  for (std::uint64_t k = 0; k < units; ++k) {
+    Unit& x = u[k];
+    x.node = static_cast<int>(k / keys);
+    const std::uint64_t key = k % keys;
+    x.head = key / lay.per_shard;
+    const std::uint64_t c = key % lay.per_shard;
+    const std::uint64_t shard_len = x.head + 1 < H ? lay.base : a.bytes - lay.base * (H - 1);
+    const std::uint64_t off = c * chunk;
+    x.at = x.head * lay.base + off;
+    x.len = off < shard_len ? std::min(chunk, shard_len - off) : 0;
+  }
+  std::vector<std::vector<int>> children[2];
+  for (int t = 0; t < 2; ++t) {
+    children[t].assign(static_cast<std::size_t>(nodes), {});
+    for (int i = 0; i < nodes; ++i) {
+      const int parent = a.tree_parent[t][static_cast<std::size_t>(i)];
+      if (parent >= 0) children[t][static_cast<std::size_t>(parent)].push_back(i);
+    }
+  }
+  auto tree_of = [&](std::uint64_t k) { return static_cast<int>((k % keys) % lay.per_shard % 2); };
+  auto unit_at = [&](int node, std::uint64_t k) { return static_cast<std::uint64_t>(node) * keys + k % keys; };
+  auto gpu = [&](int node, int local) { return call.gpu[static_cast<std::size_t>(node * L + local)]; };
+  auto head = [&](const Unit& x) { return gpu(x.node, call.heads[x.head]); };
+  auto sw = [&](int node) { return call.node_sw[static_cast<std::size_t>(node)]; };
+
+  enum Kind { stage_flow, up_arrival, down_arrival };
+  struct Flight {
+    sg4::ActivityPtr act;
+    std::uint64_t unit;
+    int dest;  // the rank a multicast transfer delivers to, or -1
+    Kind kind;
+  };
+  std::vector<Flight> flights;
+  auto send = [&](sg4::Host* from, sg4::Host* to, std::uint64_t k, int dest, Kind kind, double factor) {
+    const double bytes = std::max(1.0, static_cast<double>(u[k].len) * factor);
+    flights.push_back({sg4::Comm::sendto_async(from, to, static_cast<std::uint64_t>(bytes)), k, dest, kind});
+  };
+  auto exec_on = [&](sg4::Host* h, double seconds, std::uint64_t k) {
+    sg4::ExecPtr e = sg4::this_actor::exec_init(std::max(1.0, seconds * h->get_speed()));
+    e->set_host(h);
+    e->start();
+    flights.push_back({e, k, -1, stage_flow});
+  };
+  auto deliver = [&](std::uint64_t k, int rank) {
+    const Unit& x = u[k];
+    if (a.real && x.len) std::memcpy(call.out[static_cast<std::size_t>(rank)] + x.at, call.result.data() + x.at, x.len);
+    std::unique_lock lock(*call.mu);
+    if (++call.delivered[static_cast<std::size_t>(rank)] == call.expected[static_cast<std::size_t>(rank)]) call.cv->notify_all();
+  };
+  std::vector<std::uint64_t> busy(static_cast<std::size_t>(nodes) * H * kStages, 0);
+  std::vector<std::deque<std::uint64_t>> waiting(busy.size());
+  auto queue = [&](const Unit& x, int t) { return (static_cast<std::size_t>(x.node) * H + x.head) * kStages + static_cast<std::size_t>(t); };
+  auto depth = [&](int t) -> std::uint64_t { return t == kernel ? 1 : kSwitchStageDepth; };
+  auto begin = [&](std::uint64_t k) {
+    Unit& x = u[k];
+    switch (x.stage) {
+      case up:
+        x.pending = L;
+        for (int l = 0; l < L; ++l) send(gpu(x.node, l), sw(x.node), k, -1, stage_flow, a.wire_factor);
+        break;
+      case reduce:
+        x.pending = 1;
+        exec_on(sw(x.node), static_cast<double>(x.len) * L / sw(x.node)->get_speed(), k);
+        break;
+      case to_head:
+        x.pending = 1;
+        send(sw(x.node), head(x), k, -1, stage_flow, a.wire_factor);
+        break;
+      case kernel:
+        x.pending = 1;
+        exec_on(head(x), a.head_bw > 0 ? static_cast<double>(x.len) / a.head_bw : 0, k);
+        break;
+      case store:
+        x.pending = 1;
+        send(head(x), sw(x.node), k, -1, stage_flow, a.wire_factor);
+        break;
+      case mcast:
+        x.pending = L;
+        for (int l = 0; l < L; ++l) send(sw(x.node), gpu(x.node, l), k, x.node * L + l, stage_flow, a.wire_factor);
+        break;
+      default: break;
+    }
+  };
+  std::uint64_t finished = 0;
+  std::function<void(std::uint64_t, int)> enter;
+  auto pump = [&](const Unit& x, int t) {
+    const std::size_t q = queue(x, t);
+    while (!waiting[q].empty() && busy[q] < depth(t)) {
+      const std::uint64_t k = waiting[q].front();
+      waiting[q].pop_front();
+      ++busy[q];
+      begin(k);
+    }
+  };
+  // The result goes down from unit k's node to its children, and k moves on to its store.
+  std::function<void(std::uint64_t)> down = [&](std::uint64_t k) {
+    const Unit& x = u[k];
+    for (int child : children[tree_of(k)][static_cast<std::size_t>(x.node)]) send(head(x), head(u[unit_at(child, k)]), unit_at(child, k), -1, down_arrival, 1.0);
+    enter(k, store);
+  };
+  // Unit k has its own sum and perhaps its children's: up to the parent once it has all.
+  auto climb = [&](std::uint64_t k) {
+    Unit& x = u[k];
+    const int t = tree_of(k);
+    if (x.sent_up || x.stage != tree || x.have < static_cast<int>(children[t][static_cast<std::size_t>(x.node)].size()) + 1) return;
+    x.sent_up = true;
+    const int parent = a.tree_parent[t][static_cast<std::size_t>(x.node)];
+    if (parent >= 0) {
+      send(head(x), head(u[unit_at(parent, k)]), unit_at(parent, k), -1, up_arrival, 1.0);
+      return;
+    }
+    if (a.real && x.len) {  // the root has every node's sum: the total, for every node's delivery
+      std::memcpy(call.result.data() + x.at, call.in[0] + x.at, x.len);
+      for (std::size_t r = 1; r < call.in.size(); ++r)
+        host_reduce(call.result.data() + x.at, call.result.data() + x.at, call.in[r] + x.at, x.len / es, dtype, op);
+    }
+    down(k);
+  };
+  enter = [&](std::uint64_t k, int t) {
+    Unit& x = u[k];
+    x.stage = t;
+    if (t == done) {
+      ++finished;
+      return;
+    }
+    if (t == tree) {
+      ++x.have;
+      climb(k);
+      return;
+    }
+    waiting[queue(x, t)].push_back(k);
+    pump(x, t);
+  };
+  for (std::uint64_t k = 0; k < units; ++k) enter(k, up);
+  std::vector<sg4::ActivityPtr> set;
+  while (finished < units) {
+    set.clear();
+    for (const auto& f : flights) set.push_back(f.act);
+    const ssize_t i = sg4::Activity::wait_any(set);
+    const Flight f = flights[static_cast<std::size_t>(i)];
+    flights.erase(flights.begin() + i);
+    Unit& x = u[f.unit];
+    if (f.kind == up_arrival) {
+      ++x.have;
+      climb(f.unit);
+      continue;
+    }
+    if (f.kind == down_arrival) {
+      down(f.unit);
+      continue;
+    }
+    if (f.dest >= 0) deliver(f.unit, f.dest);
+    if (--x.pending > 0) continue;
+    const int t = x.stage;
+    --busy[queue(x, t)];
+    pump(x, t);
+    enter(f.unit, t == kernel ? tree : t == mcast ? done : t + 1);
+  }
+}
+
 }  // namespace
 
 Status run_switch_collective(World& w_, int rank_, const SwitchCollective& a) {
     const RankEndpoints& e = w_.eps[static_cast<std::size_t>(rank_)];
     const int p = static_cast<int>(w_.eps.size());
     if (!e.nvswitch) return Status(Errc::not_supported, "this node's NVSwitch does not reduce (fabric.node.nvswitch.reduce)");
-    for (const auto& o : w_.eps)
-      if (o.nvswitch != e.nvswitch) return Status(Errc::not_supported, "nvls runs inside one node: every rank must be on it");
+    const int nodes = std::max(1, a.nodes);
+    if (p % nodes != 0) return Status(Errc::invalid_argument, fmt::format("{} ranks do not fill {} nodes", p, nodes));
+    const int L = p / nodes;
+    for (int r = 0; r < p; ++r) {
+      const sg4::Host* mine = w_.eps[static_cast<std::size_t>(r / L * L)].nvswitch;
+      if (w_.eps[static_cast<std::size_t>(r)].nvswitch != mine)
+        return Status(Errc::not_supported, nodes == 1 ? std::string("nvls runs inside one node: every rank must be on it")
+                                                      : fmt::format("rank {} is not on the NVSwitch of node {}'s other ranks", r, r / L));
+      if (nodes > 1 && r >= L && r % L == 0 && mine == w_.eps[static_cast<std::size_t>(r - L)].nvswitch)
+        return Status(Errc::invalid_argument, fmt::format("ranks {} and {} share an NVSwitch: not {} nodes", r - L, r, nodes));
+    }
+    if (nodes > 1 && (a.kind != SwitchCollective::Kind::all_reduce || a.tree_parent[0].size() != static_cast<std::size_t>(nodes) ||
+                      a.tree_parent[1].size() != static_cast<std::size_t>(nodes)))
+      return Status(Errc::invalid_argument, "NVLSTree is an all_reduce with a parent per node in each of its two trees");
     if (w_.switch_seq.empty()) w_.switch_seq.assign(static_cast<std::size_t>(p), 0);
     const std::uint64_t seq = w_.switch_seq[static_cast<std::size_t>(rank_)]++;
     auto& slot = w_.switch_calls[seq];
@@ -173,19 +392,39 @@ Status run_switch_collective(World& w_, int rank_, const SwitchCollective& a) {
       slot->delivered.assign(static_cast<std::size_t>(p), 0);
       slot->expected.assign(static_cast<std::size_t>(p), 0);
       slot->sw = e.nvswitch;
+      if (nodes > 1) {
+        for (int n = 0; n < nodes; ++n) slot->node_sw.push_back(w_.eps[static_cast<std::size_t>(n * L)].nvswitch);
+        // NCCL's NVLS heads: one GPU per NIC (the first GPU attached to it).
+        const auto& gpu_nic = w_.model.node.gpu_nic;
+        std::vector<int> seen;
+        for (int l = 0; l < L; ++l) {
+          const int nic = static_cast<std::size_t>(l) < gpu_nic.size() ? gpu_nic[static_cast<std::size_t>(l)] : 0;
+          if (std::find(seen.begin(), seen.end(), nic) == seen.end()) {
+            seen.push_back(nic);
+            slot->heads.push_back(l);
+          }
+        }
+      }
       if (a.real && a.kind != SwitchCollective::Kind::all_gather) slot->result.assign(a.bytes, 0);
     }
     std::shared_ptr<SwitchCall> call = slot;
-    if (call->args.kind != a.kind || call->args.bytes != a.bytes)
+    if (call->args.kind != a.kind || call->args.bytes != a.bytes || call->args.nodes != a.nodes)
       return Status(Errc::invalid_argument, fmt::format("rank {}: switch collective {} does not match the other ranks'", rank_, seq));
     const auto me = static_cast<std::size_t>(rank_);
     call->in[me] = static_cast<const std::uint8_t*>(a.in);
     call->out[me] = static_cast<std::uint8_t*>(a.out);
     call->gpu[me] = e.gpu;
-    const std::uint64_t per_shard = chunks_per_shard(a, p);
-    call->expected[me] = a.kind == SwitchCollective::Kind::reduce_scatter ? per_shard : per_shard * static_cast<std::uint64_t>(p);
+    if (nodes > 1) {
+      call->expected[me] = tree_layout(a, call->heads.size()).per_shard * call->heads.size();
+    } else {
+      const std::uint64_t per_shard = chunks_per_shard(a, p);
+      call->expected[me] = a.kind == SwitchCollective::Kind::reduce_scatter ? per_shard : per_shard * static_cast<std::uint64_t>(p);
+    }
     if (++call->entered == p)
-      sg4::Actor::create(fmt::format("nvswitch-{}", seq), call->sw, [call] { run_switch(*call); });
+      sg4::Actor::create(fmt::format("nvswitch-{}", seq), call->sw, [call, nodes] {
+        if (nodes > 1) run_nvls_tree(*call);
+        else run_switch(*call);
+      });
     {
       std::unique_lock lock(*call->mu);
       while (call->delivered[me] < call->expected[me]) call->cv->wait(lock);

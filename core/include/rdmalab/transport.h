@@ -386,6 +386,17 @@ struct SwitchCollective {
   std::uint8_t dtype = 0, op = 0;  // DataType, ReduceOp (reduce.h)
   double wire_factor = 1;    // wire bytes per data byte on NVLink (NVLS's efficiency)
   double latency_s = 0;      // paid once per call (NCCL's NVLS latency)
+  // NCCL's NVLSTree (all_reduce; nodes > 1): the ranks are packed on `nodes` nodes, each with its
+  // own NVSwitch. On each node the heads (the first GPU on each NIC, NCCL's NVLS heads) own one
+  // shard each (bytes / heads): the node's GPUs send it up, the switch reduces it, the head reads
+  // the node's sum, which goes up NCCL's double binary tree between the nodes' same heads and the
+  // total comes back down; the head stores it once and the switch multicasts it to the node's
+  // GPUs. Chunk c of a shard takes tree c % 2: tree_parent[t][node] is that node's parent node
+  // (-1 at the root). head_bw: bytes/s of its shard one head's channel moves at most (NCCL's
+  // NVLSTree kernel; 0: no limit).
+  int nodes = 1;
+  std::vector<int> tree_parent[2];
+  double head_bw = 0;
 };
 
 // An opened device (verbs' context). One per rank.
@@ -403,7 +414,8 @@ class Device {
     (void)entries;
     return detail::unsupported("Device::create_cq");
   }
-  // Errors: not_supported where no switch reduces (the default).
+  // Errors: not_supported where no switch reduces (the default), invalid_argument where the
+  // ranks do not fill the switches' nodes as `nodes` says.
   virtual Status switch_collective(const SwitchCollective&) {
     return Status(Errc::not_supported, "no NVSwitch that reduces (NVLink SHARP) here: it is modelled on simgrid only");
   }

@@ -55,7 +55,8 @@ bool has_in_place(Collective c) { return c != Collective::all_to_all && c != Col
 bool has_root(Collective c) { return c == Collective::broadcast || c == Collective::reduce; }
 
 std::optional<Algorithm> parse_algorithm(const std::string& s) {
-  for (Algorithm a : {Algorithm::ring, Algorithm::tree, Algorithm::rhd, Algorithm::chain, Algorithm::binomial, Algorithm::pairwise, Algorithm::nvls})
+  for (Algorithm a : {Algorithm::ring, Algorithm::tree, Algorithm::rhd, Algorithm::chain, Algorithm::binomial, Algorithm::pairwise, Algorithm::nvls,
+                      Algorithm::nvls_tree})
     if (s == algorithm_name(a)) return a;
   return std::nullopt;
 }
@@ -218,6 +219,7 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
     // The protocol: its chunk (unless workload.chunk says), and where time is modelled its
     // framing and step latencies (tuning.h).
     TunedRequest r{coll, env.rank, env.size, p.root, s.count, es, false, p.algo, p.proto, p.channels, p.chunk_set ? p.chunk : 0, modelled};
+    if (env.dev.caps().models_time) r.min_chunk = simulated_chunk_floor(s.bytes, es);
     TunedPlan t = tuned_plan(r, env.shape);
     s.choice = std::move(t.choice);
     s.algo = s.choice.algo;
@@ -263,6 +265,21 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
       sw.wire_factor = nvls_wire_factor(env.shape.gpu);
       sw.latency_s = s.choice.costs.base_us * 1e-6 + s.choice.costs.intra_step_us * 1e-6;
     }
+    if (s.algo == Algorithm::nvls_tree) {
+      // NCCL's NVLSTree: NCCL's double binary tree between the nodes (btree_node), its latency
+      // (one NVLS step, then 2 log2(nodes) network steps: NCCL's model), and its kernel's rate
+      // per channel, which is one head's (tuning.h).
+      const int g = std::max(1, env.shape.ranks_per_node);
+      sw.nodes = env.size / g;
+      for (int t = 0; t < 2; ++t)
+        for (int node = 0; node < sw.nodes; ++node) sw.tree_parent[t].push_back(btree_node(node, sw.nodes, t).parent);
+      if (modelled) {
+        int log2n = 0;
+        while ((2 << log2n) <= sw.nodes) ++log2n;
+        sw.latency_s += 2.0 * log2n * s.choice.costs.inter_step_us * 1e-6;
+        sw.head_bw = nvls_tree_head_bytes_per_s(env.shape.gpu, sw.nodes, env.size);
+      }
+    }
     return env.dev.switch_collective(sw);
   };
 
@@ -285,7 +302,7 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
         if (!plan) continue;
         std::uint64_t bytes = 0;
         for (const auto& op : plan->sends) bytes += op.len;
-        work_meter().plan(runs * (s.algo == Algorithm::nvls ? s.bytes : bytes));
+        work_meter().plan(runs * (s.algo == Algorithm::nvls || s.algo == Algorithm::nvls_tree ? s.bytes : bytes));
       }
   }
   for (const SizePlan& s : sizes) {
@@ -298,7 +315,7 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
       // NCCL's base latency (launch and set-up), once per collective, where time is modelled.
       const double base = modelled ? s.choice.costs.base_us * 1e-6 : 0;
       auto once = [&]() -> Status {
-        if (s.algo == Algorithm::nvls) {
+        if (s.algo == Algorithm::nvls || s.algo == Algorithm::nvls_tree) {
           RDMALAB_TRY(switch_run(s, plan, in_place));
           if (env.rank == 0) work_meter().sent(s.bytes);
           return Status::ok();
@@ -359,6 +376,9 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
       row.notes["algorithm"] = algorithm_name(s.algo);
       row.notes["channels"] = std::to_string(s.channels);
       row.notes["protocol"] = protocol_name(s.choice.proto);
+      if (!p.chunk_set && plan.chunk > protocol_step_bytes(s.choice.proto))
+        row.notes["chunk"] = fmt::format("{} (the protocol's step is {}: a simulated buffer moves in at most {} chunks)", units::format_size(plan.chunk),
+                                         units::format_size(protocol_step_bytes(s.choice.proto)), kSimulatedChunksPerBuffer);
       if (!modelled && p.proto && *p.proto != Protocol::simple)
         row.notes["protocol"] = fmt::format("Simple ({}'s costs are modelled by simgrid's calibrated model only)", protocol_name(*p.proto));
       if (!s.choice.table.empty()) {
@@ -401,11 +421,20 @@ Status check_collective(const Scenario& sc, const Capabilities& caps, int ranks,
                                             "that reduces: use ring or tree here");
     if (sc.get_int("fabric.nodes") != 1)
       return sc.error("workload.algorithm", fmt::format("nvls runs inside one node's NVSwitch, and this run spans {} nodes (NCCL's NVLS "
-                                                        "across nodes needs CollNet, and NVLS-tree is not modelled yet): use ring or tree",
+                                                        "across nodes needs CollNet, not modelled): use nvls_tree (NVLS in each node, "
+                                                        "a tree between them), ring or tree",
                                                         sc.get_int("fabric.nodes")));
-    if (sc.is_set("workload.protocol") && sc.get_string("workload.protocol") != "simple" && sc.get_string("workload.protocol") != "auto")
-      return sc.error("workload.protocol", "nvls runs the Simple protocol only (as in NCCL): use simple or auto");
   }
+  if (alg == "nvls_tree") {
+    if (!caps.switch_reduction)
+      return sc.error("workload.algorithm", "nvls_tree (NVLink SHARP in each node, a tree between the nodes) is modelled on simgrid only; "
+                                            "this backend has no switch that reduces: use ring or tree here");
+    if (sc.get_int("fabric.nodes") < 2)
+      return sc.error("workload.algorithm", "nvls_tree is NCCL's NVLSTree, for several nodes (fabric.nodes is 1): use nvls inside one node");
+  }
+  if ((alg == "nvls" || alg == "nvls_tree") && sc.is_set("workload.protocol") && sc.get_string("workload.protocol") != "simple" &&
+      sc.get_string("workload.protocol") != "auto")
+    return sc.error("workload.protocol", fmt::format("{} runs the Simple protocol only (as in NCCL): use simple or auto", alg));
   const DataType dt = *parse_dtype(sc.get_string("workload.dtype"));
   const std::size_t es = dtype_size(dt);
   const std::string sizes_key = sc.is_set("workload.sizes") ? "workload.sizes" : "workload.size";

@@ -91,7 +91,7 @@ TunedPlan tuned_plan(const TunedRequest& r, const NodeShape& shape) {
   a.ranks_per_node = shape.ranks_per_node;
   a.channels = uses_channels(r.coll, t.choice.algo) ? (r.channels ? *r.channels : auto_channels(r.ranks, shape.ranks_per_node, shape.nics)) : 1;
   t.channels = a.channels;
-  t.plan = with_protocol(build_plan(a), t.choice, r.chunk, r.elem, r.modelled);
+  t.plan = with_protocol(build_plan(a), t.choice, r.chunk, r.elem, r.modelled, r.min_chunk);
   return t;
 }
 
@@ -110,8 +110,11 @@ std::optional<int> parse_channels(const std::string& s, bool& ok) {
   return n;
 }
 
-Plan with_protocol(Plan plan, const CollectiveChoice& choice, std::uint64_t chunk, std::size_t elem, bool modelled) {
-  const std::uint64_t step = chunk ? chunk : protocol_step_bytes(choice.proto);
+Plan with_protocol(Plan plan, const CollectiveChoice& choice, std::uint64_t chunk, std::size_t elem, bool modelled, std::uint64_t min_chunk) {
+  // Only Simple's chunk grows: LL's and LL128's short steps are their mechanism (a step's latency
+  // that the steps in flight do not quite cover), and NCCL picks them for small sizes anyway.
+  const std::uint64_t floor = choice.proto == Protocol::simple ? min_chunk : 0;
+  const std::uint64_t step = chunk ? chunk : std::max(protocol_step_bytes(choice.proto), floor);
   plan.chunk = std::max<std::uint64_t>(step / elem * elem, elem);
   if (modelled) {
     plan.wire_factor = protocol_wire_factor(choice.proto);
@@ -119,6 +122,12 @@ Plan with_protocol(Plan plan, const CollectiveChoice& choice, std::uint64_t chun
     plan.step_latency_inter = choice.costs.inter_step_us * 1e-6;
   }
   return plan;
+}
+
+std::uint64_t simulated_chunk_floor(std::uint64_t bytes, std::size_t elem) {
+  const std::uint64_t e = std::max<std::size_t>(elem, 1);
+  const std::uint64_t c = (bytes + kSimulatedChunksPerBuffer - 1) / kSimulatedChunksPerBuffer;
+  return (c + e - 1) / e * e;
 }
 
 std::uint64_t protocol_step_bytes(Protocol p) noexcept {
@@ -285,7 +294,7 @@ TuningInput graph_for(const TunedNode& node) {
   in.nodes = std::max(1, node.ranks / rpn);
   in.gen = node.gen;
   in.amd_cpu = node.amd_cpu;
-  in.nvls_support = node.nvls && in.nodes == 1;
+  in.nvls_support = node.nvls && rpn > 1;
   const double intra = node.intra_bw / 1e9, nic = node.nic_bw / 1e9;  // GB/s, as NCCL counts
   // NCCL's search finds one ring per NVLink (NCCL's per-link rate, 20 GB/s and up) or per NIC,
   // and ncclTopoPostset doubles the channels, halving each one's share (at most MAXCHANNELS 32).
@@ -305,7 +314,27 @@ TuningInput graph_for(const TunedNode& node) {
   // NVLS on one node (src/graph/search.cc): one channel per GPU ("pull evenly from all GPUs"), at
   // the highest speed of NCCL's list whose channels fit the GPU's NVLink (raised by ranks/(ranks-1)
   // for patterns other than the ring); the second pass then raises bwInter one speed.
-  if (in.nvls_support && rpn > 1) {
+  if (in.nvls_support && in.nodes > 1) {
+    // Across nodes (NVLSTree's graph): one channel per head, a GPU with its own NIC ("NVLS search
+    // only tries to find NIC:GPU combinations to compute the heads"), at the highest speed of the
+    // inter-node list a NIC's path carries (NCCL's maxBw: the NIC, or the PCIe link before it);
+    // pass 2 then raises bwInter while it is below twice bwIntra and a NIC still carries it.
+    static constexpr double kSm90Inter[] = {48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12};
+    static constexpr double kSm100Inter[] = {96.0, 86.0, 80.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0,
+                                             20.0, 17.5, 15.0, 12.0, 6.0,  3.0,  2.4,  1.2,  0.24, 0.12};
+    const bool bw = node.gen == GpuGeneration::blackwell;
+    const double* speeds = bw ? kSm100Inter : kSm90Inter;
+    const int n = bw ? 20 : 17;
+    const int heads = std::max(1, std::min(node.nics, rpn));
+    int i = 0;
+    while (i < n - 1 && (speeds[i] > nic || speeds[i] > intra)) ++i;
+    int j = i;
+    while (j > 0 && speeds[j] < 2 * speeds[i] && speeds[j - 1] <= nic) --j;
+    in.nvls.nvlink = true;
+    in.nvls.channels = heads;
+    in.nvls.bw_intra = speeds[i];
+    in.nvls.bw_inter = speeds[j];
+  } else if (in.nvls_support) {
     static constexpr double kSm90[] = {60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0};
     static constexpr double kSm100[] = {90.0, 80.0, 70.0, 60.0, 50.0, 45.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0};
     const bool bw = node.gen == GpuGeneration::blackwell;
@@ -336,7 +365,19 @@ TunedNode tuned_node(const NodeShape& shape, int ranks) {
 }
 
 TunedAlgo tuned_algo_of(Algorithm a) noexcept {
-  return a == Algorithm::tree ? TunedAlgo::tree : a == Algorithm::nvls ? TunedAlgo::nvls : TunedAlgo::ring;
+  return a == Algorithm::tree        ? TunedAlgo::tree
+         : a == Algorithm::nvls      ? TunedAlgo::nvls
+         : a == Algorithm::nvls_tree ? TunedAlgo::nvls_tree
+                                     : TunedAlgo::ring;
+}
+
+double nvls_tree_channel_busbw(GpuGeneration g, int nodes) noexcept {
+  return kNvlsTreeBw[idx(g)][nodes <= 2 ? std::max(0, nodes - 1) : 2];
+}
+
+double nvls_tree_head_bytes_per_s(GpuGeneration g, int nodes, int ranks) noexcept {
+  if (ranks < 2) return 0;
+  return nvls_tree_channel_busbw(g, nodes) * 1e9 * ranks / (2.0 * (ranks - 1));
 }
 
 double nvls_wire_factor(GpuGeneration g) noexcept {
@@ -373,6 +414,7 @@ CollectiveChoice choose_collective(Collective coll, std::uint64_t bytes, int ran
     if (a == TunedAlgo::ring) return coll == Collective::broadcast || coll == Collective::reduce ? Algorithm::chain : Algorithm::ring;
     if (a == TunedAlgo::tree && coll == Collective::all_reduce) return Algorithm::tree;
     if (a == TunedAlgo::nvls && coll != Collective::broadcast && coll != Collective::reduce) return Algorithm::nvls;
+    if (a == TunedAlgo::nvls_tree && coll == Collective::all_reduce) return Algorithm::nvls_tree;
     return std::nullopt;
   };
   const TuningCandidate* best = nullptr;

@@ -139,5 +139,69 @@ TEST(Nvls, RefusedWhereNoSwitchReduces) {
   expect_refusal("simgrid", kH100Node, {"fabric.nodes=2", "workload.algorithm=nvls"}, "one node");
 }
 
+// Two H100 nodes (8 GPUs, 8 NDR NICs each) whose NVSwitches reduce, under one switch.
+std::string h100_nodes(int nodes) {
+  return "name: t\nbackend: simgrid\nfabric: { topology: fat_tree, nodes: " + std::to_string(nodes) +
+         ", preset: cx7-ndr-h100, fat_tree: { levels: 1, down: [" + std::to_string(nodes) +
+         "], up: [1] } }\nworkload: { type: all_reduce, memory: cuda, placement: out_of_place, iterations: 1, warmup: 0 }\n";
+}
+
+TEST(NvlsTree, ReducesExactlyAcrossNodes) {
+  if (!have_simgrid()) GTEST_SKIP() << "needs the SimGrid backend";
+  // Two nodes (one tree each way) and three (a parent with a child in one tree, a leaf in the
+  // other); sizes that do not split evenly over the 8 heads or into whole chunks.
+  for (int nodes : {2, 3})
+    for (const char* dt : {"fp32", "bf16", "int8"})
+      for (const char* op : {"sum", "max"}) {
+        auto out = run("simgrid", h100_nodes(nodes),
+                       {"workload.algorithm=nvls_tree", std::string("workload.dtype=") + dt, std::string("workload.op=") + op,
+                        "workload.placement=both", "workload.sizes=[64B,1000000B]", "workload.chunk=64KiB", "workload.iterations=2"});
+        ASSERT_TRUE(out.status.is_ok()) << nodes << " " << dt << " " << op << ": " << out.status.to_string();
+        ASSERT_EQ(out.rows.size(), 4u);
+        for (const auto& r : out.rows) {
+          EXPECT_EQ(r.errors, 0u) << nodes << " nodes " << dt << " " << op << " " << r.bytes << " " << r.notes.at("placement");
+          EXPECT_EQ(r.notes.at("algorithm"), "nvls_tree");
+        }
+      }
+}
+
+TEST(NvlsTree, TwoNodesRunAtTheKernelsRateAndAutoPicksIt) {
+  if (!have_simgrid()) GTEST_SKIP() << "needs the SimGrid backend";
+  // 1 GiB on 2 nodes: NVLink would allow busbw 2·15/16 · 315.2 / (9/8) = 525 GB/s and the NICs
+  // more; each head's channel moves at most perChMaxNVLSTreeBw (57.7 GB/s of bus bandwidth, two
+  // Hopper nodes), 8 channels: 461.6, less the latency (66.8 µs) and the pipeline's fill.
+  auto out = run("simgrid", h100_nodes(2), {"workload.size=1GiB", "workload.payload=phantom"});
+  ASSERT_TRUE(out.status.is_ok()) << out.status.to_string();
+  EXPECT_EQ(out.rows[0].notes.at("algorithm"), "nvls_tree");
+  EXPECT_EQ(out.rows[0].notes.at("nccl_choice"), "NVLSTree/Simple");
+  EXPECT_LT(busbw(out.rows[0]), 461.6);
+  EXPECT_GT(busbw(out.rows[0]), 0.95 * 461.6);
+  // With the links alone (alpha_beta: no kernel rate, no protocol costs) NVLink is the limit.
+  auto links = run("simgrid", h100_nodes(2), {"workload.size=1GiB", "workload.payload=phantom", "workload.algorithm=nvls_tree",
+                                              "fabric.model=alpha_beta"});
+  ASSERT_TRUE(links.status.is_ok()) << links.status.to_string();
+  const double nvlink = 2.0 * 15 / 16 * 370.8 * 0.85 / (9.0 / 8);
+  EXPECT_LT(busbw(links.rows[0]), 1.0001 * 2.0 * 15 / 16 * 370.8 / (9.0 / 8));
+  EXPECT_GT(busbw(links.rows[0]), 0.9 * nvlink);
+}
+
+TEST(NvlsTree, RefusedWhereItDoesNotExist) {
+  if (!have_simgrid()) GTEST_SKIP() << "needs the SimGrid backend";
+  auto expect_refusal = [](const std::string& backend, const std::string& yaml, std::vector<std::string> sets, const char* words) {
+    auto sc = parse_scenario(yaml, "t.yaml", sets, full_schema(all_backends()));
+    ASSERT_TRUE(sc.is_ok()) << sc.status().message();
+    auto be = all_backends().make(backend);
+    ASSERT_TRUE(be.is_ok());
+    Status st = check_run(*sc, **be);
+    ASSERT_FALSE(st.is_ok()) << backend;
+    EXPECT_NE(st.message().find(words), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("workload.algorithm"), std::string::npos) << st.message();
+  };
+  expect_refusal("loopback", "name: t\nfabric: { nodes: 2 }\nworkload: { type: all_reduce, algorithm: nvls_tree }\n", {}, "simgrid only");
+  expect_refusal("simgrid", kH100Node, {"workload.algorithm=nvls_tree"}, "several nodes");
+  expect_refusal("simgrid", "name: t\nfabric: { nodes: 2, preset: cx6-hdr-a100 }\nworkload: { type: all_reduce, algorithm: nvls_tree }\n", {},
+                 "fabric.node.nvswitch.reduce");
+}
+
 }  // namespace
 }  // namespace rdmalab

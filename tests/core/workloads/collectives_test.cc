@@ -254,7 +254,7 @@ std::vector<Case> cases() {
                       workloads::Collective::broadcast, workloads::Collective::reduce, workloads::Collective::all_to_all,
                       workloads::Collective::sendrecv})
       for (auto a : workloads::algorithms_for(coll))
-        if (a != workloads::Algorithm::nvls)  // a node's NVSwitch: backends/simgrid/protocols_test.cc
+        if (a != workloads::Algorithm::nvls && a != workloads::Algorithm::nvls_tree)  // NVSwitches: backends/simgrid/protocols_test.cc
           v.push_back({b, workloads::collective_name(coll), workloads::algorithm_name(a)});
   return v;
 }

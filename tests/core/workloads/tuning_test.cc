@@ -2,7 +2,7 @@
 // each expected latency, bandwidth and time below is written out from NCCL 2.30's
 // src/graph/tuning.cc (ncclTopoTuneModel, ncclTopoGetAlgoTime) with the constants it names, for
 // the node the search would see (graph_for), and the choice is the fastest as topoGetAlgoInfo
-// picks it. Twelve (shape, size) pairs over five node shapes and three collectives.
+// picks it. Seventeen (shape, size) pairs over seven node shapes and three collectives.
 #include <gtest/gtest.h>
 
 #include "rdmalab/workloads/tuning.h"
@@ -220,6 +220,42 @@ TEST(NcclTuning, NvlsOnOneH100Node) {
   // Two nodes: NVLS needs CollNet there; it is listed, off.
   TunedNode two{16, 8, 8, 370.8e9, 50e9, true, GpuGeneration::hopper, false, true};
   for (const auto& c : tuning_table(graph_for(two), Collective::all_reduce, 1u << 30)) EXPECT_FALSE(c.algo == TunedAlgo::nvls && c.enabled);
+}
+
+// Two and four such nodes whose NVSwitches reduce, 8 NICs of 50 GB/s: NVLSTree's graph has one
+// channel per head (8), at 48 GB/s (the inter-node list's top speed, within a NIC), not raised in
+// pass 2 (already the top). NVLSTree: min(48 × .85 × 7/8 × 2 = 71.4, 48 × 2 (two nodes) or 48,
+// perChMaxNVLSTreeBw 57.7 (two nodes) or 45.5) per channel; latency 25 (NVLink) + 2 log2(nodes) × 20.9.
+TEST(NcclTuning, NvlsTreeOnTwoAndFourH100Nodes) {
+  TunedNode two{16, 8, 8, 370.8e9, 50e9, true, GpuGeneration::hopper, false, true};
+  const auto in = graph_for(two);
+  EXPECT_EQ(in.nvls.channels, 8);
+  EXPECT_EQ(in.nvls.bw_intra, 48.0);
+  EXPECT_EQ(in.nvls.bw_inter, 48.0);
+  const std::vector<Expect> e = {
+      {TunedAlgo::nvls_tree, Protocol::simple, 25 + 2 * 20.9, 8 * 57.7 * 16 / 30},
+      {TunedAlgo::tree, Protocol::ll128, 48.5, 370.8 * .92 * 120 / 128 * .5},
+      {TunedAlgo::ring, Protocol::simple, 131.6, 370.8 * 16 / 30},
+  };
+  // 1 MiB: tree LL128 59.4; NVLSTree 66.8 + 4.26 = 71.1.
+  check(in, Collective::all_reduce, 1 << 20, e, TunedAlgo::tree, Protocol::ll128);
+  // 256 MiB: NVLSTree 66.8 + 1090.4 = 1157.2; ring Simple 1541.6.
+  check(in, Collective::all_reduce, 256u << 20, e, TunedAlgo::nvls_tree, Protocol::simple);
+  check(in, Collective::all_reduce, 1u << 30, e, TunedAlgo::nvls_tree, Protocol::simple);
+  // Four nodes: NVLSTree 45.5 × 8 × 32/62 = 187.9 GB/s, latency 25 + 4 × 20.9 = 108.6; the ring's
+  // 16 channels of 370.8/16 (the NICs' 400 would allow more) 191.4 GB/s, latency (8.4 + 56 × 3.4
+  // + 6 × 14) × 1.4 = 395.9. 1 GiB: NVLSTree 5823.7, ring 6006.4; 16 GiB: the ring's bandwidth wins.
+  TunedNode four{32, 8, 8, 370.8e9, 50e9, true, GpuGeneration::hopper, false, true};
+  const auto in4 = graph_for(four);
+  const std::vector<Expect> e4 = {
+      {TunedAlgo::nvls_tree, Protocol::simple, 25 + 4 * 20.9, 8 * 45.5 * 32 / 62},
+      {TunedAlgo::ring, Protocol::simple, 8.4 + 56 * 3.4 + 6 * 14, 370.8 * 32 / 62},
+  };
+  check(in4, Collective::all_reduce, 1u << 30, e4, TunedAlgo::nvls_tree, Protocol::simple);
+  check(in4, Collective::all_reduce, 16ull << 30, e4, TunedAlgo::ring, Protocol::simple);
+  // NVLSTree is an all_reduce only; NVLS alone stays off across nodes (it needs CollNet).
+  for (const auto& c : tuning_table(in, Collective::reduce_scatter, 1u << 30)) EXPECT_NE(c.algo, TunedAlgo::nvls_tree);
+  for (const auto& c : tuning_table(in, Collective::all_reduce, 1u << 30)) EXPECT_FALSE(c.algo == TunedAlgo::nvls && c.enabled);
 }
 
 TEST(NcclTuning, ProtocolsCarryTheirFraming) {

@@ -21,7 +21,9 @@ void register_collectives(WorkloadRegistry& registry);
 
 enum class Collective { all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all, sendrecv };
 // nvls: NVLink SHARP, the node's NVSwitch reduces (Device::switch_collective; one node, SimGrid).
-enum class Algorithm { ring, tree, rhd, chain, binomial, pairwise, nvls };
+// nvls_tree: NCCL's NVLSTree (all_reduce across nodes): NVLS inside each node, NCCL's double
+// binary tree between the nodes' heads (the GPUs with a NIC; SimGrid).
+enum class Algorithm { ring, tree, rhd, chain, binomial, pairwise, nvls, nvls_tree };
 const char* collective_name(Collective c) noexcept;
 const char* algorithm_name(Algorithm a) noexcept;
 

@@ -58,7 +58,7 @@ struct TuningInput {
   GpuGeneration gen = GpuGeneration::hopper;
   bool amd_cpu = false;  // cpuVendor: the LL bandwidth cap and the network post overhead depend on it
   TuningGraph ring, tree, nvls;
-  bool nvls_support = false;  // NVLink SHARP usable (an NVSwitch that reduces; one node here)
+  bool nvls_support = false;  // NVLink SHARP usable (an NVSwitch that reduces, several GPUs per node)
 };
 
 // One (algorithm, protocol): the model's latency (µs) and bus bandwidth (GB/s, converted to the
@@ -118,9 +118,19 @@ struct CollectiveChoice {
 };
 CollectiveChoice choose_collective(Collective c, std::uint64_t bytes, int ranks, const NodeShape& shape, bool model_protocols,
                                    std::optional<Algorithm> algo, std::optional<Protocol> proto);
-// `plan` as it runs with the choice's protocol: the protocol's chunk (or `chunk` when not 0:
-// workload.chunk), and where the backend models time (`modelled`) its framing and step latencies.
-Plan with_protocol(Plan plan, const CollectiveChoice& choice, std::uint64_t chunk, std::size_t elem, bool modelled);
+// `plan` as it runs with the choice's protocol: the protocol's chunk, for Simple at least
+// `min_chunk` (or `chunk` when not 0: workload.chunk), and where the backend models time
+// (`modelled`) its framing and step latencies.
+Plan with_protocol(Plan plan, const CollectiveChoice& choice, std::uint64_t chunk, std::size_t elem, bool modelled, std::uint64_t min_chunk = 0);
+
+// The smallest chunk a simulation runs a buffer of `bytes` with: a buffer moves in at most
+// kSimulatedChunksPerBuffer chunks, so that a collective's simulated events grow with the rank
+// count and not with the size (a 16 GiB all-reduce in 4 MiB chunks instead of NCCL's 512 KiB
+// steps). It applies to Simple, the protocol of large sizes; below 2 GiB it is under Simple's
+// step and changes nothing. What it costs: a step's chunks pipeline in fewer, larger pieces
+// (docs/collectives.md, "Sizes up to 16 GiB").
+inline constexpr std::uint64_t kSimulatedChunksPerBuffer = 4096;
+std::uint64_t simulated_chunk_floor(std::uint64_t bytes, std::size_t elem);
 
 // One collective as it runs, for the collectives and for the training steps' all-reduces: the
 // algorithm and protocol (choose_collective), its channels (`channels`, or auto_channels for the
@@ -141,6 +151,7 @@ struct TunedRequest {
   std::optional<int> channels;    // none: auto_channels
   std::uint64_t chunk = 0;        // 0: the protocol's
   bool modelled = false;          // the backend models time (NodeShape::protocol_costs)
+  std::uint64_t min_chunk = 0;    // the protocol's chunk grows to at least this (simulated_chunk_floor)
 };
 TunedPlan tuned_plan(const TunedRequest& r, const NodeShape& shape);
 
@@ -148,8 +159,14 @@ TunedPlan tuned_plan(const TunedRequest& r, const NodeShape& shape);
 // when neither.
 std::optional<int> parse_channels(const std::string& s, bool& ok);
 
-// The NCCL algorithm an rdmalab algorithm is (ring and chain: Ring, tree: Tree, nvls: NVLS); the
-// others are not NCCL's and are costed as rings.
+// The NCCL algorithm an rdmalab algorithm is (ring and chain: Ring, tree: Tree, nvls: NVLS,
+// nvls_tree: NVLSTree); the others are not NCCL's and are costed as rings.
 TunedAlgo tuned_algo_of(Algorithm a) noexcept;
+
+// NVLSTree's kernel: the bus bandwidth one channel moves at most (NCCL's perChMaxNVLSTreeBws,
+// GB/s; 0 before Hopper), and what that is of a head's own shard per second on `ranks` ranks
+// (bytes/s: busbw × ranks / (2 (ranks − 1)), as NCCL converts bus to algorithm bandwidth).
+double nvls_tree_channel_busbw(GpuGeneration g, int nodes) noexcept;
+double nvls_tree_head_bytes_per_s(GpuGeneration g, int nodes, int ranks) noexcept;
 
 }  // namespace rdmalab::workloads
