@@ -11,6 +11,7 @@ packages=(
   libsimgrid-dev
   libibverbs-dev librdmacm-dev ibverbs-providers rdma-core
   libopenmpi-dev openmpi-bin
+  sockperf  # the kernel TCP baseline beside tcp_bw and tcp_lat (tests/backends/verbs/tcp_beside_sockperf.sh)
   qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev libgl-dev
   clang  # libFuzzer for tests/fuzz
   clang-19 libclang-rt-19-dev  # the sanitized suite (scripts/test.sh): its ASan runtime is safe to fork

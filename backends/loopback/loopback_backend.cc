@@ -102,6 +102,7 @@ class WallRuntime final : public Runtime {
     std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
     return Status::ok();
   }
+  std::optional<CpuTimes> cpu_times() override { return read_cpu_times(); }
   Status wait_for_byte(const volatile std::uint8_t* addr, std::uint8_t value, double timeout_s) override {
     auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
     for (std::uint64_t spins = 0;; ++spins) {

@@ -53,6 +53,7 @@ class WallRuntime final : public Runtime {
     std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
     return Status::ok();
   }
+  std::optional<CpuTimes> cpu_times() override { return read_cpu_times(); }
   Status wait_for_byte(const volatile std::uint8_t* addr, std::uint8_t value, double timeout_s) override {
     // Busy-polls the memory, as ib_write_lat does; the clock is read only every 64Ki spins.
     Clock::time_point deadline{};

@@ -41,7 +41,9 @@ std::string result_kind(const ResultRow& r) {
 
 std::vector<std::string> result_columns(const std::string& kind) {
   if (kind == "bandwidth")
-    return {"workload", "#bytes", "#iterations", "BW peak[Gb/sec]", "BW average[Gb/sec]", "MsgRate[Mpps]", "BW average[MiB/s]", "errors"};
+    return {"workload",          "#bytes",        "#iterations",          "BW peak[Gb/sec]",        "BW average[Gb/sec]",
+            "MsgRate[Mpps]",     "BW average[MiB/s]", "errors",            "CPU initiator[s/GB]", "CPU target[s/GB]",
+            "CPU machine[s/GB]"};
   if (kind == "latency")
     return {"workload",    "#bytes",        "#iterations", "t_min[usec]",  "t_max[usec]", "t_typical[usec]",
             "t_avg[usec]", "t_stdev[usec]", "99% [usec]",  "99.9% [usec]", "errors"};
@@ -78,6 +80,8 @@ ResultTable result_table(const std::vector<ResultRow>& rows) {
       c.insert(c.end(), {whole(static_cast<double>(r.bytes)), whole(static_cast<double>(r.iterations)), num(r.bw_peak_gbps, 2),
                          num(r.bw_gbps, 2), num(r.msg_rate_mpps, 6), num(r.bw_gbps * 1e9 / 8 / 1048576.0, 2),
                          whole(static_cast<double>(r.errors))});
+      for (const char* k : {"cpu_initiator_s_per_gb", "cpu_target_s_per_gb", "cpu_machine_s_per_gb"})
+        c.push_back(r.extra.count(k) ? num(extra(r, k), 4) : text("-"));
     } else if (t.kind == "latency") {
       const LatencyStats& l = *r.lat;
       c.insert(c.end(), {whole(static_cast<double>(r.bytes)), whole(static_cast<double>(r.iterations)), num(l.min_us, 2), num(l.max_us, 2),
@@ -231,7 +235,7 @@ void training_row(Out out, const ResultRow& r) {
 std::string result_text(const std::vector<ResultRow>& rows) {
   std::string text;
   Out out = std::back_inserter(text);
-  bool header_bw = false, header_lat = false;
+  bool header_bw = false, header_lat = false, cpu_bw = false;
   std::vector<const ResultRow*> coll;
   for (const auto& r : rows)
     if (is_collective_row(r)) coll.push_back(&r);
@@ -259,12 +263,20 @@ std::string result_text(const std::vector<ResultRow>& rows) {
         if (pairs > 1 || !path.empty())
           fmt::format_to(out, "# {}{}\n", pairs > 1 ? fmt::format("{} pairs: bandwidth and message rate summed over all of them; ", pairs) : "",
                      path.empty() ? "" : "data path: " + path);
-        fmt::format_to(out, "{:>10} {:>12} {:>16} {:>19} {:>14} {:>19} {:>8}\n", "#bytes", "#iterations", "BW peak[Gb/sec]", "BW average[Gb/sec]",
-                   "MsgRate[Mpps]", "BW average[MiB/s]", "errors");
+        cpu_bw = r.extra.count("cpu_initiator_s_per_gb") > 0;
+        if (cpu_bw)
+          fmt::format_to(out, "# CPU: seconds per GB moved, of the initiators' and the targets' threads and of rank 0's machine (all its CPUs)\n");
+        fmt::format_to(out, "{:>10} {:>12} {:>16} {:>19} {:>14} {:>19} {:>8}{}\n", "#bytes", "#iterations", "BW peak[Gb/sec]", "BW average[Gb/sec]",
+                   "MsgRate[Mpps]", "BW average[MiB/s]", "errors",
+                   cpu_bw ? fmt::format(" {:>15} {:>12} {:>13}", "CPU init[s/GB]", "target[s/GB]", "machine[s/GB]") : std::string());
         header_bw = true;
       }
-      fmt::format_to(out, "{:>10} {:>12} {:>16.2f} {:>19.2f} {:>14.6f} {:>19.2f} {:>8}\n", r.bytes, r.iterations, r.bw_peak_gbps, r.bw_gbps,
-                 r.msg_rate_mpps, r.bw_gbps * 1e9 / 8 / 1048576.0, r.errors);
+      std::string cpu;
+      if (cpu_bw)
+        for (auto [k, w] : {std::pair{"cpu_initiator_s_per_gb", 15}, std::pair{"cpu_target_s_per_gb", 12}, std::pair{"cpu_machine_s_per_gb", 13}})
+          cpu += r.extra.count(k) ? fmt::format(" {:>{}.4f}", r.extra.at(k), w) : fmt::format(" {:>{}}", "-", w);
+      fmt::format_to(out, "{:>10} {:>12} {:>16.2f} {:>19.2f} {:>14.6f} {:>19.2f} {:>8}{}\n", r.bytes, r.iterations, r.bw_peak_gbps, r.bw_gbps,
+                 r.msg_rate_mpps, r.bw_gbps * 1e9 / 8 / 1048576.0, r.errors, cpu);
     }
   }
   return text;

@@ -21,6 +21,7 @@
 #include "rdmalab/workloads/collectives.h"
 #include "rdmalab/workloads/common.h"
 #include "rdmalab/workloads/perftest.h"
+#include "rdmalab/workloads/tcp.h"
 #include "rdmalab/workloads/tuning.h"
 #include "rdmalab/workloads/training.h"
 #include "rdmalab/workloads/verbs_errors.h"
@@ -42,6 +43,7 @@ const WorkloadRegistry& builtin_workloads() {
     workloads::register_collectives(r);
     workloads::register_training(r);
     workloads::register_verbs_errors(r);
+    workloads::register_tcp(r);
     return r;
   }();
   return reg;

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
+#include "rdmalab/cpu_time.h"
 #include "rdmalab/status.h"
 
 namespace rdmalab {
@@ -23,6 +25,9 @@ class Runtime {
   // Hardware backends poll the memory; simulated ones wake the rank when a write lands.
   // Errors: timeout.
   virtual Status wait_for_byte(const volatile std::uint8_t* addr, std::uint8_t value, double timeout_s) = 0;
+  // CPU time so far on the rank's thread and the machine (cpu_time.h), where the rank runs on
+  // real CPUs; nullopt on a simulated clock, whose CPUs are not the ones running it.
+  virtual std::optional<CpuTimes> cpu_times() { return std::nullopt; }
 };
 
 }  // namespace rdmalab

@@ -71,6 +71,10 @@ case "$part" in
     # rxe measures, the model is calibrated from it, and predicts another measurement of this boot.
     check "a write_bw sweep on Soft-RoCE calibrates the model, which predicts read_bw" 0 "PASS" \
       "$(dirname "$0")/calibrate_loop.sh" "$rdmalab" "$(dirname "$0")/../../../scenarios/labs/11-predict-measure.yaml"
+    # The kernel TCP baseline: tcp_bw and tcp_lat beside sockperf (the same path measured two
+    # ways), and their CPU per GB beside write_bw's on rxe.
+    check "tcp_bw and tcp_lat agree with sockperf run beside them, and report CPU per GB as write_bw does" 0 "PASS" \
+      "$(dirname "$0")/tcp_beside_sockperf.sh" "$rdmalab" "$scenario"
     # The course's Soft-RoCE parts (docs/labs): the labs' own scenarios on the kernel's rxe.
     labs=$(dirname "$0")/../../../scenarios/labs
     check "lab 2: read latency on Soft-RoCE" 0 "t_typical" "$rdmalab" run "$labs/02-operations.yaml" --backend verbs \

@@ -2,6 +2,8 @@
 // delivery that corrupts bytes is caught.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "../../listing.h"
 #include "backends.h"
 #include "rdmalab/run.h"
@@ -61,9 +63,98 @@ TEST_P(Perftest, RunsWithZeroErrorsAcrossSizesAndOptions) {
         EXPECT_GT(r.bw_gbps, 0) << what;
         EXPECT_GE(r.bw_peak_gbps, r.bw_gbps);
         EXPECT_GT(r.msg_rate_mpps, 0);
+        // CPU seconds per GB: measured where the ranks run on real CPUs, not on the model's clock.
+        const bool real_cpus = c.backend != "simgrid";
+        EXPECT_EQ(r.extra.count("cpu_initiator_s_per_gb") > 0, real_cpus) << what;
+        EXPECT_EQ(r.extra.count("cpu_target_s_per_gb") > 0, real_cpus) << what;
+        for (const char* k : {"cpu_initiator_s_per_gb", "cpu_target_s_per_gb", "cpu_machine_s_per_gb"})
+          if (r.extra.count(k)) EXPECT_TRUE(r.extra.at(k) >= 0 && std::isfinite(r.extra.at(k))) << what << " " << k;
       }
     }
   }
+}
+
+// An RDMA write costs its target nothing: the initiator's thread posts and polls (on verbs busy,
+// as perftest polls), the target's only waits. Per GB, no thread can have used more CPU than the
+// wall time the transfer took (8 / Gb/s seconds per GB, with the barrier after it as slack).
+class PerftestCpu : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PerftestCpu, AWritesTargetOnlyWaitsAndNoThreadUsesMoreThanTheWallTime) {
+  const std::string b = GetParam();
+  auto backend = all_backends().make(b);
+  ASSERT_TRUE(backend.is_ok());
+  auto sc = parse_scenario("name: t\n", "t.yaml", {"workload.type=write_bw", "workload.size=1MiB", "workload.iterations=2000"},
+                           full_schema(all_backends()));
+  ASSERT_TRUE(sc.is_ok()) << sc.status().message();
+  RunOutcome out = run_scenario(*sc, **backend);
+  ASSERT_TRUE(out.status.is_ok()) << b << ": " << out.status.to_string();
+  const ResultRow& r = out.rows.at(0);
+  const double init = r.extra.at("cpu_initiator_s_per_gb"), target = r.extra.at("cpu_target_s_per_gb");
+  const double wall_per_gb = 8 / r.bw_gbps;
+  EXPECT_GE(init, 0) << b;  // loopback's engine thread does its NIC's work: its ranks' threads only post and wait
+  EXPECT_LE(target, 0.25 * wall_per_gb) << b << ": the target's thread used " << target << " s/GB at " << r.bw_gbps << " Gb/s";
+  EXPECT_LE(init, 2 * wall_per_gb) << b << ": " << init << " s/GB of CPU at " << r.bw_gbps << " Gb/s";
+}
+
+// The backends whose ranks run on real CPUs (the model's clock is not its CPUs').
+std::vector<std::string> real_cpu_backends() {
+  std::vector<std::string> out;
+  for (const auto& b : usable_backend_names("PerftestCpu"))
+    if (b != "simgrid") out.push_back(b);
+  return out;
+}
+INSTANTIATE_TEST_SUITE_P(RealCpus, PerftestCpu, ::testing::ValuesIn(real_cpu_backends()), [](const auto& p) { return p.param; });
+
+// The kernel TCP baseline (tcp_bw, tcp_lat) between the same pairs: every message checked, the
+// same columns, CPU per GB for the bandwidth test.
+class TcpBaseline : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TcpBaseline, BandwidthAndLatencyOverKernelTcpWithEveryByteChecked) {
+  const std::string b = GetParam();
+  auto backend = all_backends().make(b);
+  ASSERT_TRUE(backend.is_ok());
+  for (const char* type : {"tcp_bw", "tcp_lat"})
+    for (std::vector<std::string> v : {std::vector<std::string>{"workload.sizes=[1B,3B,4KiB,100KiB]", "workload.iterations=200"},
+                                       std::vector<std::string>{"fabric.nodes=4", "workload.size=64KiB", "workload.iterations=100", "workload.warmup=3"}}) {
+      v.push_back(std::string("workload.type=") + type);
+      auto sc = parse_scenario("name: t\n", "t.yaml", v, full_schema(all_backends()));
+      ASSERT_TRUE(sc.is_ok()) << sc.status().message();
+      RunOutcome out = run_scenario(*sc, **backend);
+      ASSERT_TRUE(out.status.is_ok()) << b << " " << type << ": " << out.status.to_string();
+      ASSERT_FALSE(out.rows.empty());
+      for (const auto& r : out.rows) {
+        EXPECT_EQ(r.errors, 0u) << type << " " << r.bytes;
+        EXPECT_NE(r.notes.at("data_path").find("TCP"), std::string::npos) << r.notes.at("data_path");
+        if (std::string(type) == "tcp_lat") {
+          ASSERT_TRUE(r.lat.has_value());
+          EXPECT_GT(r.lat->min_us, 0);
+          EXPECT_LE(r.lat->typical_us, r.lat->max_us);
+        } else {
+          EXPECT_GT(r.bw_gbps, 0);
+          EXPECT_EQ(r.bw_peak_gbps, r.bw_gbps);
+          EXPECT_GE(r.extra.at("cpu_initiator_s_per_gb"), 0);
+          EXPECT_GE(r.extra.at("cpu_target_s_per_gb"), 0);
+        }
+      }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(RealCpus, TcpBaseline, ::testing::ValuesIn(real_cpu_backends()), [](const auto& p) { return p.param; });
+
+TEST(TcpBaselineRefusal, TheModelHasNoKernelAndPairsNeedAnEvenCount) {
+  auto refused = [](const std::string& backend, std::vector<std::string> sets, const char* key, const char* words) {
+    auto sc = parse_scenario("name: t\n", "t.yaml", sets, full_schema(all_backends()));
+    ASSERT_TRUE(sc.is_ok()) << sc.status().message();
+    auto be = all_backends().make(backend);
+    ASSERT_TRUE(be.is_ok());
+    Status st = check_run(*sc, **be);
+    ASSERT_FALSE(st.is_ok());
+    EXPECT_NE(st.message().find(key), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find(words), std::string::npos) << st.message();
+  };
+  refused("simgrid", {"workload.type=tcp_bw"}, "workload.type", "no kernel to measure");
+  refused("loopback", {"workload.type=tcp_lat", "fabric.nodes=3"}, "fabric.nodes", "even number");
+  refused("loopback", {"workload.type=tcp_bw", "workload.qps=2"}, "workload.qps", "tcp_bw");
 }
 
 TEST_P(Perftest, DurationModeStopsByTime) {
@@ -85,7 +176,8 @@ std::vector<Case> cases() {
   for (const auto& b : all_backends().all()) {
     if (!b.make()->availability().usable && !listing_every_backend()) continue;
     for (const auto& w : builtin_workloads().all())
-      if (w.kind == WorkloadKind::bandwidth || w.kind == WorkloadKind::latency) out.push_back({b.name, w.name});
+      if ((w.kind == WorkloadKind::bandwidth || w.kind == WorkloadKind::latency) && w.name.rfind("tcp_", 0) != 0)  // TcpBaseline below
+        out.push_back({b.name, w.name});
   }
   return out;
 }
