@@ -1,16 +1,20 @@
 // rdmalab doctor: what GPUDirect RDMA needs, checked on this machine — the GPUs and whether they
 // support GPUDirect and dmabuf export, the kernel modules (nvidia_peermem, the open GPU modules),
-// the RDMA devices, and how each GPU sits relative to each NIC on PCIe (as nvidia-smi topo -m).
+// the RDMA devices, and how each GPU sits relative to each NIC on PCIe (as nvidia-smi topo -m) —
+// and libvma, through which the TCP baseline can run.
 #include "doctor.h"
 
 #include "commands.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include <unistd.h>  // environ
 
 #include "backends.h"
 #ifdef RDMALAB_HAVE_CUDA
@@ -84,6 +88,25 @@ std::string nvidia_driver_version(const std::string& proc_line) {
     i = j;
   }
   return proc_line;
+}
+
+VmaFacts vma_facts(const std::vector<std::string>& dirs, const std::vector<std::string>& env) {
+  VmaFacts v;
+  std::error_code ec;
+  for (const auto& d : dirs) {
+    if (!v.path.empty()) break;
+    if (!fs::is_directory(d, ec)) continue;
+    for (const auto& e : fs::directory_iterator(d, ec))
+      if (e.path().filename().string().rfind("libvma.so", 0) == 0) {
+        v.path = e.path().string();
+        break;
+      }
+  }
+  for (const auto& kv : env) {
+    if (kv.rfind("LD_PRELOAD=", 0) == 0 && kv.find("libvma") != std::string::npos) v.preloaded = true;
+    if (kv.rfind("VMA_", 0) == 0) v.settings.push_back(kv);
+  }
+  return v;
 }
 
 int cmd_doctor(bool json) {
@@ -175,6 +198,18 @@ int cmd_doctor(bool json) {
   out["paths"] = {{"dmabuf", dmabuf_why.empty() ? "possible" : dmabuf_why},
                   {"peermem", peermem_why.empty() ? "possible" : peermem_why},
                   {"staged", any_gpu && any_nic ? "possible" : !any_gpu ? "no GPU" : "no RDMA device"}};
+
+  // libvma: TCP through the NIC from user space (tcp_bw and tcp_lat run through it when preloaded).
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
+  const VmaFacts vma = vma_facts({"/usr/lib", "/usr/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/local/lib"}, env);
+  if (vma.path.empty())
+    say("libvma (socket acceleration, from MLNX_OFED): not installed (Debian does not ship it); tcp_bw and tcp_lat measure the kernel's TCP");
+  else
+    say(fmt::format("libvma: {} | {} | settings: {}", vma.path,
+                    vma.preloaded ? "preloaded (LD_PRELOAD): tcp_bw and tcp_lat run through it" : "not preloaded (LD_PRELOAD=libvma.so to use it)",
+                    vma.settings.empty() ? std::string("VMA's defaults") : fmt::format("{}", fmt::join(vma.settings, " "))));
+  out["libvma"] = {{"path", vma.path}, {"preloaded", vma.preloaded}, {"settings", vma.settings}};
 
   if (json)
     fmt::print("{}\n", out.dump(2));

@@ -18,4 +18,14 @@ std::string nvidia_driver_version(const std::string& proc_line);
 std::string pci_affinity(const std::vector<std::string>& a, const std::vector<std::string>& b, const std::string& numa_a,
                          const std::string& numa_b);
 
+// libvma (MLNX_OFED's user-space socket library, which tcp_bw and tcp_lat run through when it is
+// preloaded): where it is (the first libvma.so* in `dirs`; empty: not installed), whether
+// LD_PRELOAD names it, and its settings (the VMA_* variables of `env`, "NAME=value"). For tests.
+struct VmaFacts {
+  std::string path;
+  bool preloaded = false;
+  std::vector<std::string> settings;
+};
+VmaFacts vma_facts(const std::vector<std::string>& dirs, const std::vector<std::string>& env);
+
 }  // namespace rdmalab

@@ -1,6 +1,9 @@
 // rdmalab doctor's PCIe affinity classification, on sysfs paths of real machine layouts.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "doctor.h"
 
 namespace rdmalab {
@@ -39,6 +42,29 @@ TEST(NvidiaDriverVersion, TakesTheVersionFromTheProcLine) {
             "580.95.05");
   EXPECT_EQ(nvidia_driver_version("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01  Sun May 12 19:39:15 UTC 2024"), "535.183.01");
   EXPECT_EQ(nvidia_driver_version("something else"), "something else");
+}
+
+}  // namespace
+}  // namespace rdmalab
+
+namespace rdmalab {
+namespace {
+
+// libvma found where MLNX_OFED puts it, LD_PRELOAD naming it, and VMA's settings from the
+// environment; nothing found in directories without it.
+TEST(Vma, FoundPreloadedAndItsSettingsRead) {
+  const std::string dir = ::testing::TempDir() + "/vma-lib";
+  std::filesystem::create_directories(dir);
+  { std::ofstream(dir + "/libvma.so.9.8.40") << "x"; }
+  VmaFacts v = vma_facts({"/nonexistent", dir}, {"PATH=/bin", "LD_PRELOAD=/usr/lib/libvma.so", "VMA_SPEC=latency", "VMA_RX_POLL=-1"});
+  EXPECT_EQ(v.path, dir + "/libvma.so.9.8.40");
+  EXPECT_TRUE(v.preloaded);
+  EXPECT_EQ(v.settings, (std::vector<std::string>{"VMA_SPEC=latency", "VMA_RX_POLL=-1"}));
+  VmaFacts none = vma_facts({"/nonexistent"}, {"LD_PRELOAD=/usr/lib/libasan.so"});
+  EXPECT_TRUE(none.path.empty());
+  EXPECT_FALSE(none.preloaded);
+  EXPECT_TRUE(none.settings.empty());
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
