@@ -14,8 +14,6 @@
 #include <fstream>
 #include <sstream>
 
-#include <unistd.h>  // environ
-
 #include "backends.h"
 #ifdef RDMALAB_HAVE_CUDA
 #include "rdmalab/gpu.h"
@@ -200,8 +198,13 @@ int cmd_doctor(bool json) {
                   {"staged", any_gpu && any_nic ? "possible" : !any_gpu ? "no GPU" : "no RDMA device"}};
 
   // libvma: TCP through the NIC from user space (tcp_bw and tcp_lat run through it when preloaded).
+  // From /proc/self/environ, not `environ`: naming that symbol copies it into the executable, where
+  // the MPI library (loaded with RTLD_DEEPBIND) would not see it (cli/sweep.cc says more).
   std::vector<std::string> env;
-  for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
+  {
+    std::ifstream in("/proc/self/environ", std::ios::binary);
+    for (std::string kv; std::getline(in, kv, '\0');) env.push_back(kv);
+  }
   const VmaFacts vma = vma_facts({"/usr/lib", "/usr/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/local/lib"}, env);
   if (vma.path.empty())
     say("libvma (socket acceleration, from MLNX_OFED): not installed (Debian does not ship it); tcp_bw and tcp_lat measure the kernel's TCP");

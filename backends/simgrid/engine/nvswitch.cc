@@ -29,6 +29,18 @@ std::uint64_t chunks_per_shard(const SwitchCollective& a, int p) {
   return std::max<std::uint64_t>(1, (shard + chunk - 1) / chunk);
 }
 
+// The next of `flights` (each with its activity `act`) to end, taken out of the list; `set` is
+// the caller's scratch list of their activities.
+template <class Flight>
+Flight next_done(std::vector<Flight>& flights, std::vector<sg4::ActivityPtr>& set) {
+  set.clear();
+  for (const auto& f : flights) set.push_back(f.act);
+  const ssize_t i = sg4::Activity::wait_any(set);
+  const Flight f = flights[static_cast<std::size_t>(i)];
+  flights.erase(flights.begin() + i);
+  return f;
+}
+
 void run_switch(SwitchCall& call) {
   const SwitchCollective& a = call.args;
   const int p = call.p;
@@ -137,11 +149,7 @@ void run_switch(SwitchCall& call) {
   for (std::uint64_t k = 0; k < units; ++k) enter(k, 0);
   std::vector<sg4::ActivityPtr> set;
   while (finished < units) {
-    set.clear();
-    for (const auto& f : flights) set.push_back(f.act);
-    const ssize_t i = sg4::Activity::wait_any(set);
-    const Flight f = flights[static_cast<std::size_t>(i)];
-    flights.erase(flights.begin() + i);
+    const Flight f = next_done(flights, set);
     Unit& x = u[f.unit];
     const Stage st = stages[x.stage];
     if ((st == multicast || (st == sum_down && a.kind == SwitchCollective::Kind::reduce_scatter)) && f.dest >= 0)
@@ -335,11 +343,7 @@ void run_nvls_tree(SwitchCall& call) {
   for (std::uint64_t k = 0; k < units; ++k) enter(k, up);
   std::vector<sg4::ActivityPtr> set;
   while (finished < units) {
-    set.clear();
-    for (const auto& f : flights) set.push_back(f.act);
-    const ssize_t i = sg4::Activity::wait_any(set);
-    const Flight f = flights[static_cast<std::size_t>(i)];
-    flights.erase(flights.begin() + i);
+    const Flight f = next_done(flights, set);
     Unit& x = u[f.unit];
     if (f.kind == up_arrival) {
       ++x.have;

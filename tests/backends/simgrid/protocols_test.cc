@@ -33,6 +33,18 @@ const char* kH100Node = "name: t\nbackend: simgrid\nfabric: { topology: star, no
 
 double busbw(const ResultRow& r) { return r.extra.at("busbw_gbps"); }
 
+// The scenario is refused before the run, for workload.algorithm, with `words` in the reason.
+void expect_refusal(const std::string& backend, const std::string& yaml, std::vector<std::string> sets, const char* words) {
+  auto sc = parse_scenario(yaml, "t.yaml", sets, full_schema(all_backends()));
+  ASSERT_TRUE(sc.is_ok()) << sc.status().message();
+  auto be = all_backends().make(backend);
+  ASSERT_TRUE(be.is_ok());
+  Status st = check_run(*sc, **be);
+  ASSERT_FALSE(st.is_ok()) << backend;
+  EXPECT_NE(st.message().find(words), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("workload.algorithm"), std::string::npos) << st.message();
+}
+
 TEST(Protocols, LlHalvesTheBandwidthAndLl128TakesItsFraming) {
   if (!have_simgrid()) GTEST_SKIP() << "needs the SimGrid backend";
   // A 256 MiB ring on one node is bandwidth-bound: LL's lines carry 4 data bytes in 8, LL128's
@@ -122,16 +134,6 @@ TEST(Nvls, BandwidthIsEachGpusNvlinkOverTheBytesItCarries) {
 
 TEST(Nvls, RefusedWhereNoSwitchReduces) {
   if (!have_simgrid()) GTEST_SKIP() << "needs the SimGrid backend";
-  auto expect_refusal = [](const std::string& backend, const std::string& yaml, std::vector<std::string> sets, const char* words) {
-    auto sc = parse_scenario(yaml, "t.yaml", sets, full_schema(all_backends()));
-    ASSERT_TRUE(sc.is_ok()) << sc.status().message();
-    auto be = all_backends().make(backend);
-    ASSERT_TRUE(be.is_ok());
-    Status st = check_run(*sc, **be);
-    ASSERT_FALSE(st.is_ok()) << backend;
-    EXPECT_NE(st.message().find(words), std::string::npos) << st.message();
-    EXPECT_NE(st.message().find("workload.algorithm"), std::string::npos) << st.message();
-  };
   // Loopback has no switch at all; an A100 node's NVSwitch does not reduce; two nodes need CollNet.
   expect_refusal("loopback", "name: t\nworkload: { type: all_reduce, algorithm: nvls }\n", {}, "modelled on simgrid only");
   expect_refusal("simgrid", "name: t\nfabric: { nodes: 1, preset: cx6-hdr-a100 }\nworkload: { type: all_reduce, algorithm: nvls }\n", {},
@@ -187,16 +189,6 @@ TEST(NvlsTree, TwoNodesRunAtTheKernelsRateAndAutoPicksIt) {
 
 TEST(NvlsTree, RefusedWhereItDoesNotExist) {
   if (!have_simgrid()) GTEST_SKIP() << "needs the SimGrid backend";
-  auto expect_refusal = [](const std::string& backend, const std::string& yaml, std::vector<std::string> sets, const char* words) {
-    auto sc = parse_scenario(yaml, "t.yaml", sets, full_schema(all_backends()));
-    ASSERT_TRUE(sc.is_ok()) << sc.status().message();
-    auto be = all_backends().make(backend);
-    ASSERT_TRUE(be.is_ok());
-    Status st = check_run(*sc, **be);
-    ASSERT_FALSE(st.is_ok()) << backend;
-    EXPECT_NE(st.message().find(words), std::string::npos) << st.message();
-    EXPECT_NE(st.message().find("workload.algorithm"), std::string::npos) << st.message();
-  };
   expect_refusal("loopback", "name: t\nfabric: { nodes: 2 }\nworkload: { type: all_reduce, algorithm: nvls_tree }\n", {}, "simgrid only");
   expect_refusal("simgrid", kH100Node, {"workload.algorithm=nvls_tree"}, "several nodes");
   expect_refusal("simgrid", "name: t\nfabric: { nodes: 2, preset: cx6-hdr-a100 }\nworkload: { type: all_reduce, algorithm: nvls_tree }\n", {},
