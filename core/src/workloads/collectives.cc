@@ -243,9 +243,19 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
   CollectiveEngine eng(env, cfg);
   RDMALAB_TRY(eng.setup(all));
 
+  // The chunk NVLS and NVLSTree run with, and NCCL's for the size (tuning.h): workload.chunk, or
+  // NCCL's, on a simulation at least simulated_chunk_floor's.
+  auto switch_chunk = [&](const SizePlan& s) -> std::pair<std::uint64_t, std::uint64_t> {
+    const bool tree = s.algo == Algorithm::nvls_tree;
+    const int g = std::max(1, env.shape.ranks_per_node);
+    const std::uint64_t nccl = nvls_chunk_bytes(tree, s.bytes, tree ? env.size / g : 1, tree ? std::max(1, std::min(env.shape.nics, g)) : env.size,
+                                                env.shape.gpu);
+    if (p.chunk_set) return {p.chunk, nccl};
+    return {env.dev.caps().models_time ? std::max(nccl, simulated_chunk_floor(s.bytes, es)) : nccl, nccl};
+  };
   // NVLS: the node's NVSwitch moves and reduces the data (Device::switch_collective), with the
   // buffers where nccl-tests has them.
-  auto switch_run = [&](const SizePlan& s, const Plan& plan, bool in_place) -> Status {
+  auto switch_run = [&](const SizePlan& s, bool in_place) -> Status {
     SwitchCollective sw;
     const std::uint64_t shard = s.bytes / static_cast<std::uint64_t>(env.size);
     const std::uint64_t me = static_cast<std::uint64_t>(env.rank) * shard;
@@ -257,7 +267,7 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
     sw.bytes = s.bytes;
     sw.in = coll == Collective::all_gather && in_place ? in + me : in;
     sw.out = coll == Collective::reduce_scatter && in_place ? out + me : out;
-    sw.chunk = plan.chunk;  // the protocol's (Simple), or workload.chunk
+    sw.chunk = switch_chunk(s).first;
     sw.real = !p.phantom;
     sw.dtype = static_cast<std::uint8_t>(p.dtype);
     sw.op = static_cast<std::uint8_t>(p.op);
@@ -316,7 +326,7 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
       const double base = modelled ? s.choice.costs.base_us * 1e-6 : 0;
       auto once = [&]() -> Status {
         if (s.algo == Algorithm::nvls || s.algo == Algorithm::nvls_tree) {
-          RDMALAB_TRY(switch_run(s, plan, in_place));
+          RDMALAB_TRY(switch_run(s, in_place));
           if (env.rank == 0) work_meter().sent(s.bytes);
           return Status::ok();
         }
@@ -376,9 +386,11 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
       row.notes["algorithm"] = algorithm_name(s.algo);
       row.notes["channels"] = std::to_string(s.channels);
       row.notes["protocol"] = protocol_name(s.choice.proto);
-      if (!p.chunk_set && plan.chunk > protocol_step_bytes(s.choice.proto))
-        row.notes["chunk"] = fmt::format("{} (the protocol's step is {}: a simulated buffer moves in at most {} chunks)", units::format_size(plan.chunk),
-                                         units::format_size(protocol_step_bytes(s.choice.proto)), kSimulatedChunksPerBuffer);
+      const bool switched = s.algo == Algorithm::nvls || s.algo == Algorithm::nvls_tree;
+      const auto [used, nccl] = switched ? switch_chunk(s) : std::pair{plan.chunk, protocol_step_bytes(s.choice.proto)};
+      if (!p.chunk_set && used > nccl)
+        row.notes["chunk"] = fmt::format("{} (NCCL's is {}: a simulated buffer moves in at most {} chunks)", units::format_size(used),
+                                         units::format_size(nccl), kSimulatedChunksPerBuffer);
       if (!modelled && p.proto && *p.proto != Protocol::simple)
         row.notes["protocol"] = fmt::format("Simple ({}'s costs are modelled by simgrid's calibrated model only)", protocol_name(*p.proto));
       if (!s.choice.table.empty()) {

@@ -375,6 +375,22 @@ double nvls_tree_channel_busbw(GpuGeneration g, int nodes) noexcept {
   return kNvlsTreeBw[idx(g)][nodes <= 2 ? std::max(0, nodes - 1) : 2];
 }
 
+std::uint64_t nvls_chunk_bytes(bool tree, std::uint64_t bytes, int nodes, int heads, GpuGeneration g) noexcept {
+  const std::uint64_t channels = g == GpuGeneration::blackwell ? (nodes > 1 ? 32 : 24) : 16;  // NVLS_NCHANNELS_SM90 / SM100(_NVL)
+  const std::uint64_t ops = channels * static_cast<std::uint64_t>(std::max(1, heads));
+  std::uint64_t chunk = 128 * 1024;  // NCCL_NVLS_CHUNKSIZE
+  if (tree) {
+    if (nodes >= 4) chunk = 64 * 1024;  // NVLSTREE_MAX_CHUNKSIZE's default from 4 nodes
+    if (bytes < 4 * ops * chunk && chunk > 65536) chunk = 65536;
+    if (bytes < 1 * ops * chunk && chunk > 32768) chunk = 32768;
+  } else {
+    if (bytes < 64 * ops * chunk && chunk > 65536) chunk = 65536;
+    if (bytes < 8 * ops * chunk && chunk > 32768) chunk = 32768;
+    if (bytes < 2 * ops * chunk && chunk > 16384) chunk = 16384;
+  }
+  return chunk;
+}
+
 double nvls_tree_head_bytes_per_s(GpuGeneration g, int nodes, int ranks) noexcept {
   if (ranks < 2) return 0;
   return nvls_tree_channel_busbw(g, nodes) * 1e9 * ranks / (2.0 * (ranks - 1));

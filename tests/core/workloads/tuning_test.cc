@@ -258,6 +258,21 @@ TEST(NcclTuning, NvlsTreeOnTwoAndFourH100Nodes) {
   for (const auto& c : tuning_table(in, Collective::all_reduce, 1u << 30)) EXPECT_FALSE(c.algo == TunedAlgo::nvls && c.enabled);
 }
 
+// NCCL's NVLS chunks (src/enqueue.cc): 128 KiB, smaller while the size would not keep 16 channels
+// x 8 heads = 128 operations busy (NVLS: under 64, 8, 2 chunks each; NVLSTree: under 4, 1), and
+// NVLSTree at most 64 KiB from 4 nodes.
+TEST(NcclTuning, NvlsChunksAreNcclsForTheSize) {
+  const auto h = GpuGeneration::hopper;
+  EXPECT_EQ(nvls_chunk_bytes(false, 4ull << 30, 1, 8, h), 128u * 1024);  // >= 64 x 128 x 128 KiB = 1 GiB
+  EXPECT_EQ(nvls_chunk_bytes(false, 256ull << 20, 1, 8, h), 64u * 1024);
+  EXPECT_EQ(nvls_chunk_bytes(false, 32ull << 20, 1, 8, h), 32u * 1024);  // < 8 x 128 x 64 KiB = 64 MiB
+  EXPECT_EQ(nvls_chunk_bytes(false, 4ull << 20, 1, 8, h), 16u * 1024);   // < 2 x 128 x 32 KiB = 8 MiB
+  EXPECT_EQ(nvls_chunk_bytes(true, 1ull << 30, 2, 8, h), 128u * 1024);
+  EXPECT_EQ(nvls_chunk_bytes(true, 8ull << 20, 2, 8, h), 64u * 1024);    // < 4 x 128 x 128 KiB, not < 128 x 64 KiB
+  EXPECT_EQ(nvls_chunk_bytes(true, 4ull << 20, 2, 8, h), 32u * 1024);
+  EXPECT_EQ(nvls_chunk_bytes(true, 1ull << 30, 4, 8, h), 64u * 1024);    // NVLSTREE_MAX_CHUNKSIZE from 4 nodes
+}
+
 TEST(NcclTuning, ProtocolsCarryTheirFraming) {
   EXPECT_EQ(protocol_wire_factor(Protocol::ll), 2.0);
   EXPECT_DOUBLE_EQ(protocol_wire_factor(Protocol::ll128), 128.0 / 120.0);

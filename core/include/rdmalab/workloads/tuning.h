@@ -167,6 +167,13 @@ TunedAlgo tuned_algo_of(Algorithm a) noexcept;
 // GB/s; 0 before Hopper), and what that is of a head's own shard per second on `ranks` ranks
 // (bytes/s: busbw × ranks / (2 (ranks − 1)), as NCCL converts bus to algorithm bandwidth).
 double nvls_tree_channel_busbw(GpuGeneration g, int nodes) noexcept;
+
+// The chunk NCCL moves NVLS and NVLSTree in (src/enqueue.cc, computeCollChunkInfo; src/transport/
+// nvls.cc): NCCL_NVLS_CHUNKSIZE (128 KiB), for NVLSTree at most NVLSTREE_MAX_CHUNKSIZE (64 KiB from
+// 4 nodes), then smaller for sizes that would not keep its concurrent operations (the NVLS
+// channels, 16 on Hopper and 24 or 32 on Blackwell, times the heads) busy: down to 16 KiB (NVLS)
+// or 32 KiB (NVLSTree).
+std::uint64_t nvls_chunk_bytes(bool tree, std::uint64_t bytes, int nodes, int heads, GpuGeneration g) noexcept;
 double nvls_tree_head_bytes_per_s(GpuGeneration g, int nodes, int ranks) noexcept;
 
 }  // namespace rdmalab::workloads
