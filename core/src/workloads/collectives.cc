@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -243,13 +244,15 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
   CollectiveEngine eng(env, cfg);
   RDMALAB_TRY(eng.setup(all));
 
+  // NVLSTree's nodes and heads per node (one per NIC): the ranks are packed on the nodes.
+  const int node_ranks = std::max(1, env.shape.ranks_per_node);
+  const int job_nodes = env.size / node_ranks;
+  const int node_heads = std::max(1, std::min(env.shape.nics, node_ranks));
   // The chunk NVLS and NVLSTree run with, and NCCL's for the size (tuning.h): workload.chunk, or
   // NCCL's, on a simulation at least simulated_chunk_floor's.
   auto switch_chunk = [&](const SizePlan& s) -> std::pair<std::uint64_t, std::uint64_t> {
     const bool tree = s.algo == Algorithm::nvls_tree;
-    const int g = std::max(1, env.shape.ranks_per_node);
-    const std::uint64_t nccl = nvls_chunk_bytes(tree, s.bytes, tree ? env.size / g : 1, tree ? std::max(1, std::min(env.shape.nics, g)) : env.size,
-                                                env.shape.gpu);
+    const std::uint64_t nccl = nvls_chunk_bytes(tree, s.bytes, tree ? job_nodes : 1, tree ? node_heads : env.size, env.shape.gpu);
     if (p.chunk_set) return {p.chunk, nccl};
     return {env.dev.caps().models_time ? std::max(nccl, simulated_chunk_floor(s.bytes, es)) : nccl, nccl};
   };
@@ -279,13 +282,11 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
       // NCCL's NVLSTree: NCCL's double binary tree between the nodes (btree_node), its latency
       // (one NVLS step, then 2 log2(nodes) network steps: NCCL's model), and its kernel's rate
       // per channel, which is one head's (tuning.h).
-      const int g = std::max(1, env.shape.ranks_per_node);
-      sw.nodes = env.size / g;
+      sw.nodes = job_nodes;
       for (int t = 0; t < 2; ++t)
         for (int node = 0; node < sw.nodes; ++node) sw.tree_parent[t].push_back(btree_node(node, sw.nodes, t).parent);
       if (modelled) {
-        int log2n = 0;
-        while ((2 << log2n) <= sw.nodes) ++log2n;
+        const int log2n = std::bit_width(static_cast<unsigned>(sw.nodes)) - 1;  // floor(log2 nodes), NCCL's log2i
         sw.latency_s += 2.0 * log2n * s.choice.costs.inter_step_us * 1e-6;
         sw.head_bw = nvls_tree_head_bytes_per_s(env.shape.gpu, sw.nodes, env.size);
       }

@@ -66,4 +66,22 @@ Result<std::size_t> wait_ok(RankEnv& env, CompletionQueue& cq, std::span<Complet
   return n;
 }
 
+void CpuSpan::start(Runtime& rt) {
+  if (auto c = rt.cpu_times()) {
+    thread_s = c->thread_s;
+    machine_s = c->machine_s;
+  }
+}
+
+void CpuSpan::stop(Runtime& rt) {
+  if (thread_s < 0) return;
+  auto c = rt.cpu_times();
+  if (!c) {
+    thread_s = machine_s = -1;
+    return;
+  }
+  thread_s = c->thread_s - thread_s;
+  machine_s = machine_s >= 0 && c->machine_s >= 0 ? c->machine_s - machine_s : -1;
+}
+
 }  // namespace rdmalab::workloads

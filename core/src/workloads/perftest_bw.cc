@@ -13,11 +13,9 @@ struct SideReport {
   double peak_bps = 0;
   std::uint64_t errors = 0;
   std::array<std::uint64_t, kMaxQps> sent{};  // messages per QP
-  // CPU seconds from the start of the timed phase to the barrier after it (Runtime::cpu_times):
-  // this rank's thread and its machine; -1 where not measured (a simulated clock).
+  // CPU seconds from the start of the timed phase to the barrier after it (add_cpu_per_gb).
   bool initiator = false;
-  double cpu_start = -1, machine_start = -1;
-  double cpu_s = -1, machine_s = -1;
+  CpuSpan cpu;
 };
 
 // Peak rate, as perftest reports it: the best rate over a window that starts when a message is
@@ -83,11 +81,7 @@ Status bw_phase(Pair& c, std::uint64_t size, std::uint64_t count, bool timed, Si
 
   RDMALAB_TRY(env.boot.barrier());
   const double t0 = env.rt.now();
-  if (timed)
-    if (auto cpu = env.rt.cpu_times()) {
-      rep.cpu_start = cpu->thread_s;
-      rep.machine_start = cpu->machine_s;
-    }
+  if (timed) rep.cpu.start(env.rt);
   PeakTracker peak;
   std::uint64_t total_posted = 0;
   if (sends) peak.sample(t0, 0, 0);
@@ -264,11 +258,7 @@ Status run_bw(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows, Op
     RDMALAB_TRY(bw_phase(c, size, c.p.iterations, true, rep));
     RDMALAB_TRY(env.boot.barrier());  // every write has landed before anyone checks memory
     rep.initiator = c.client;
-    if (rep.cpu_start >= 0)
-      if (auto cpu = env.rt.cpu_times()) {
-        rep.cpu_s = cpu->thread_s - rep.cpu_start;
-        if (rep.machine_start >= 0 && cpu->machine_s >= 0) rep.machine_s = cpu->machine_s - rep.machine_start;
-      }
+    rep.cpu.stop(env.rt);
     RDMALAB_ASSIGN(auto reports, allgather_value(env.boot, rep));
     RDMALAB_ASSIGN(std::uint64_t wrong, verify_after(c, size, rep, reports[static_cast<std::size_t>(c.peer)]));
     RDMALAB_ASSIGN(auto wrongs, allgather_value(env.boot, wrong + rep.errors));
@@ -288,23 +278,8 @@ Status run_bw(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows, Op
     row.bw_peak_gbps = std::max(peak * 8 / 1e9, row.bw_gbps);
     row.msg_rate_mpps = msgs_per_s / 1e6;
     for (auto w : wrongs) row.errors += w;
-    // CPU seconds per GB moved (perftest's --cpu_util, per byte): the initiators' threads (they
-    // post and poll), the targets' (they post receives for send, and otherwise only wait), and
-    // rank 0's machine over all its CPUs (the kernel's share included: Soft-RoCE's work).
-    std::uint64_t moved = 0;
-    double init_cpu = 0, target_cpu = 0;
-    bool measured = true;
-    for (const auto& r : reports) {
-      moved += r.bytes;
-      measured = measured && r.cpu_s >= 0;
-      (r.initiator ? init_cpu : target_cpu) += std::max(0.0, r.cpu_s);
-    }
-    if (measured && moved > 0) {
-      const double gb = static_cast<double>(moved) / 1e9;
-      row.extra["cpu_initiator_s_per_gb"] = init_cpu / gb;
-      row.extra["cpu_target_s_per_gb"] = target_cpu / gb;
-      if (reports[0].machine_s >= 0) row.extra["cpu_machine_s_per_gb"] = reports[0].machine_s / gb;
-    }
+    // The initiators post and poll; the targets post receives for send, and otherwise only wait.
+    add_cpu_per_gb(row, reports);
     row.notes["verify"] = c.p.verify ? "on" : "off";
     row.extra["pairs"] = env.size / 2;  // the figures are summed over every pair
     row.notes["data_path"] = c.tx_mr->data_path();

@@ -227,7 +227,7 @@ struct Report {
   double elapsed = 0;
   std::uint64_t bytes = 0, errors = 0;
   bool initiator = false;
-  double cpu_s = -1, machine_s = -1;
+  CpuSpan cpu;
 };
 
 // The transport as the rows name it: kernel TCP, or through libvma where it is preloaded.
@@ -279,12 +279,7 @@ Status run_tcp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows, b
       if (count == 0) continue;
       RDMALAB_TRY(env.boot.barrier());
       const double t0 = env.rt.now();
-      double cpu_start = -1, machine_start = -1;  // this thread's and the machine's CPU seconds at the start
-      if (timed)
-        if (auto cpu = env.rt.cpu_times()) {
-          cpu_start = cpu->thread_s;
-          machine_start = cpu->machine_s;
-        }
+      if (timed) rep.cpu.start(env.rt);
       for (std::uint64_t m = 0; m < count; ++m) {
         const std::uint8_t* msg = slots.slot(m);
         if (latency) {
@@ -312,11 +307,7 @@ Status run_tcp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows, b
       // returns once the kernel holds the bytes).
       if (timed) rep.elapsed = env.rt.now() - t0;
       RDMALAB_TRY(env.boot.barrier());
-      if (timed && cpu_start >= 0)
-        if (auto cpu = env.rt.cpu_times()) {
-          rep.cpu_s = cpu->thread_s - cpu_start;
-          if (machine_start >= 0 && cpu->machine_s >= 0) rep.machine_s = cpu->machine_s - machine_start;
-        }
+      if (timed) rep.cpu.stop(env.rt);
     }
     RDMALAB_ASSIGN(auto reports, allgather_value(env.boot, rep));
     if (env.rank != 0) continue;
@@ -333,26 +324,14 @@ Status run_tcp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows, b
       row.msg_rate_mpps = st.avg_us > 0 ? 1.0 / st.avg_us : 0;
     } else {
       double bytes_per_s = 0;
-      std::uint64_t moved = 0;
-      double init_cpu = 0, target_cpu = 0;
-      bool measured = true;
-      for (const auto& r : reports) {
+      for (const auto& r : reports)
         if (!r.initiator && r.elapsed > 0) bytes_per_s += static_cast<double>(r.bytes) / r.elapsed;
-        moved += r.bytes;
-        measured = measured && r.cpu_s >= 0;
-        (r.initiator ? init_cpu : target_cpu) += std::max(0.0, r.cpu_s);
-      }
       row.bw_gbps = bytes_per_s * 8 / 1e9;
       row.bw_peak_gbps = row.bw_gbps;  // a byte stream has no completions per message to take windows between
       row.msg_rate_mpps = size ? bytes_per_s / static_cast<double>(size) / 1e6 : 0;
       row.time_s = row.msg_rate_mpps > 0 ? 1e-6 / row.msg_rate_mpps : 0;
       row.extra["pairs"] = half;
-      if (measured && moved > 0) {
-        const double gb = static_cast<double>(moved) / 1e9;
-        row.extra["cpu_initiator_s_per_gb"] = init_cpu / gb;
-        row.extra["cpu_target_s_per_gb"] = target_cpu / gb;
-        if (reports[0].machine_s >= 0) row.extra["cpu_machine_s_per_gb"] = reports[0].machine_s / gb;
-      }
+      add_cpu_per_gb(row, reports);  // the client (sender) is the initiator
     }
     row.notes["verify"] = p.verify ? "on" : "off";
     row.notes["data_path"] = fmt::format("{} to {}, TCP_NODELAY, host memory", socket_library(), where);
