@@ -223,10 +223,12 @@ void training_row(Out out, const ResultRow& r) {
                100 * extra(r, "ideal_bubble_fraction"), extra(r, "samples_per_s"), r.errors);
     return;
   }
-  fmt::format_to(out, "{:>12} {:>20} {:>14} {:>8} {:>10} {:>11} {:>9} {:>12} {:>12} {:>7}\n", "model", "parallelism", "grad bytes", "buckets", "step[ms]",
-             "compute[ms]", "comm[ms]", "exposed[ms]", "samples/s", "#wrong");
+  // train_dp all-reduces its gradients in buckets; train_fsdp gathers and reduce-scatters per unit.
+  const bool fsdp = r.workload == "train_fsdp";
+  fmt::format_to(out, "{:>12} {:>20} {:>14} {:>8} {:>10} {:>11} {:>9} {:>12} {:>12} {:>7}\n", "model", "parallelism", "grad bytes",
+                 fsdp ? "units" : "buckets", "step[ms]", "compute[ms]", "comm[ms]", "exposed[ms]", "samples/s", "#wrong");
   fmt::format_to(out, "{:>12} {:>20} {:>14} {:>8} {:>10.3f} {:>11.3f} {:>9.3f} {:>12.3f} {:>12.1f} {:>7}\n", note(r, "model"), note(r, "parallelism"),
-             r.bytes, static_cast<int>(extra(r, "buckets")), extra(r, "step_ms"), extra(r, "compute_ms"), extra(r, "comm_ms"),
+             r.bytes, static_cast<int>(extra(r, fsdp ? "units" : "buckets")), extra(r, "step_ms"), extra(r, "compute_ms"), extra(r, "comm_ms"),
              extra(r, "exposed_ms"), extra(r, "samples_per_s"), r.errors);
 }
 

@@ -104,6 +104,12 @@ Schema core_schema() {
   s.add("training.straggler_factor", T::number, "", "what-if: how much longer the stragglers' compute takes (1.2: 20 % slower)", 1, 1000);
   s.add("training.layer_time", T::time, "", "forward time of every layer for the whole batch, instead of FLOPs / gpu_flops", 0, 3600);
   s.add("training.bucket", T::size, "25MiB", "gradient bucket size (PyTorch DDP's bucket_cap_mb)", 1, 1ull << 40);
+  s.add("training.first_bucket", T::size, "1MiB",
+        "train_dp: the first gradient bucket's size (the last layers' gradients; PyTorch DDP's _DEFAULT_FIRST_BUCKET_BYTES)", 1, 1ull << 40);
+  s.add_choice("training.sharding", "full",
+               "train_fsdp: full: parameters sharded again after the forward pass and gathered again for the backward (FSDP FULL_SHARD, "
+               "ZeRO-3); grad_op: kept from the forward to the backward (SHARD_GRAD_OP, ZeRO-2)",
+               {"full", "grad_op"});
   s.add("training.tensor_parallel", T::integer, "1", "train_dp: tensor-parallel group size (consecutive ranks, as inside a node)", 1, 1024);
   s.add("training.moe_alltoall", T::size, "0B", "train_dp: bytes each rank exchanges in each MoE all-to-all (2 per layer and pass); 0 = dense model", 0,
         1ull << 40);

@@ -289,8 +289,8 @@ void ResultChart::setRows(const std::vector<ResultRow>& rows) {
     x->setRange(lo - 0.5, hi + 0.5);
     y->setRange(0, ymax * 1.15);
   } else if (kind == "training" && rows.front().notes.count("timeline")) {
-    // The step as a timeline (rank 0's last timed step): compute phases, each bucket's
-    // all-reduce from its launch to its end, and the part of the step nothing hides.
+    // The step as a timeline (rank 0's last timed step): compute phases, each collective from
+    // its launch to its end, and the part of the step nothing hides.
     const ResultRow& r = rows.front();
     struct Ph {
       QString name;
@@ -302,8 +302,14 @@ void ResultChart::setRows(const std::vector<ResultRow>& rows) {
       if (w.size() < 3) continue;
       phases.push_back({w.mid(0, w.size() - 2).join(' '), w[w.size() - 2].toDouble(), w.back().toDouble()});
     }
-    int buckets = 0;
-    for (const auto& ph : phases) buckets += ph.name.startsWith("bucket") ? 1 : 0;
+    // One lane per collective (a DDP bucket's all-reduce, an FSDP unit's all-gather or
+    // reduce-scatter: the same name twice is the same unit's, on the same lane), in the order
+    // they first appear.
+    auto is_comm = [](const QString& name) { return name != "forward" && name != "backward" && name != "exposed"; };
+    std::vector<QString> lanes;
+    for (const auto& ph : phases)
+      if (is_comm(ph.name) && std::find(lanes.begin(), lanes.end(), ph.name) == lanes.end()) lanes.push_back(ph.name);
+    const int comm_lanes = static_cast<int>(lanes.size());
     const double exposed = r.extra.count("exposed_ms") ? r.extra.at("exposed_ms") : 0;
     chart->setTitle(tr("Training step, rank 0's last: %1 ms, %2 ms of it exposed communication")
                         .arg(phases.empty() ? 0.0 : phases.back().end, 0, 'f', 3)
@@ -313,21 +319,28 @@ void ResultChart::setRows(const std::vector<ResultRow>& rows) {
     auto* y = new QCategoryAxis();
     y->setLabelsPosition(QCategoryAxis::AxisLabelsPositionOnValue);
     y->append(tr("compute"), 0);
-    for (int b = 0; b < buckets; ++b) y->append(tr("bucket %1").arg(b), b + 1);
-    y->append(tr("exposed"), buckets + 1);
-    y->setRange(-0.7, buckets + 1.7);
+    for (int b = 0; b < comm_lanes; ++b) y->append(lanes[static_cast<std::size_t>(b)], b + 1);
+    y->append(tr("exposed"), comm_lanes + 1);
+    y->setRange(-0.7, comm_lanes + 1.7);
     y->setReverse(true);
     chart->addAxis(x, Qt::AlignBottom);
     chart->addAxis(y, Qt::AlignLeft);
-    const int thick = std::max(3, std::min(18, 300 / (buckets + 2)));
+    const int thick = std::max(3, std::min(18, 300 / (comm_lanes + 2)));
     std::map<QString, bool> shown;
     double tmax = 0;
     for (const auto& ph : phases) {
-      const QString kind_name = ph.name.startsWith("bucket") ? tr("gradient all-reduce") : ph.name;
-      const double lane = ph.name.startsWith("bucket") ? ph.name.mid(7).toDouble() + 1 : ph.name == "exposed" ? buckets + 1 : 0;
+      const bool gather = ph.name.startsWith("gather"), scatter = ph.name.startsWith("scatter");
+      const QString kind_name = gather                           ? tr("parameter all-gather")
+                                : scatter                        ? tr("gradient reduce-scatter")
+                                : ph.name.startsWith("bucket") ? tr("gradient all-reduce")
+                                                                 : ph.name;
+      const double lane = is_comm(ph.name) ? static_cast<double>(std::find(lanes.begin(), lanes.end(), ph.name) - lanes.begin()) + 1
+                          : ph.name == "exposed" ? comm_lanes + 1
+                                                 : 0;
       const QColor colour = ph.name == "forward"    ? QColor(40, 110, 210)
                             : ph.name == "backward" ? QColor(60, 160, 80)
                             : ph.name == "exposed"  ? QColor(210, 50, 50)
+                            : gather                ? QColor(140, 80, 190)
                                                     : QColor(230, 140, 30);
       auto* s = new QLineSeries();
       s->setName(kind_name);

@@ -11,6 +11,10 @@
 //
 // train_pp: the ranks are the stages of one pipeline; micro-batches flow with the 1F1B schedule
 // (PipeDream-Flush / Megatron-LM): activations forward, gradients backward, point to point.
+//
+// train_fsdp: fully sharded data parallel (PyTorch FSDP, ZeRO-3 or ZeRO-2): each layer's
+// parameters all-gathered before its forward (and again before its backward with FULL_SHARD),
+// its gradients reduce-scattered after its backward (training_fsdp.cc).
 #include "rdmalab/workloads/training.h"
 
 #include <fmt/format.h>
@@ -22,7 +26,10 @@ namespace {
 
 using namespace training_detail;
 
-Status check_training(const Scenario& sc, const Capabilities& caps, int ranks, bool pipeline) {
+enum class Step { dp, pp, fsdp };
+
+Status check_training(const Scenario& sc, const Capabilities& caps, int ranks, Step kind) {
+  const bool pipeline = kind == Step::pp;
   if (!caps.rdma_write_imm) return sc.error("workload.type", "training steps move data as RDMA writes with immediate, which this backend does not offer");
   const std::string model = sc.get_string("training.model");
   if (model == "custom") {
@@ -60,7 +67,7 @@ Status check_training(const Scenario& sc, const Capabilities& caps, int ranks, b
     std::size_t layers = model == "custom" ? sc.get_ints("training.layers").size() : find_preset(model)->layers.size();
     if (layers < static_cast<std::size_t>(ranks))
       return sc.error("fabric.nodes", fmt::format("{} stages but the model has {} layers: at most one stage per layer", ranks, layers));
-  } else {
+  } else if (kind == Step::dp) {
     if (ranks % tp != 0)
       return sc.error("training.tensor_parallel", fmt::format("tensor-parallel groups of {} do not divide {} ranks", tp, ranks));
     if (sc.is_set("training.microbatches")) return sc.error("training.microbatches", "micro-batches are for train_pp");
@@ -71,6 +78,8 @@ Status check_training(const Scenario& sc, const Capabilities& caps, int ranks, b
     return sc.error("workload.channels", fmt::format("'{}' is not a channel count: auto, or a whole number from 1 to 64 (NCCL's "
                                                      "MAXCHANNELS)", sc.get_string("workload.channels")));
   const std::string alg = sc.get_string("workload.algorithm");
+  if (kind == Step::fsdp && alg != "auto" && alg != "ring")
+    return sc.error("workload.algorithm", fmt::format("FSDP's all-gathers and reduce-scatters run NCCL's ring; allowed: auto, ring (not '{}')", alg));
   if (alg != "auto" && alg != "ring" && alg != "tree" && alg != "rhd")
     return sc.error("workload.algorithm", fmt::format("the gradient all-reduce has no algorithm '{}'; allowed: auto, ring, tree, rhd", alg));
   if (sc.is_set("workload.duration")) return sc.error("workload.duration", "training runs a number of steps: give workload.iterations");
@@ -85,19 +94,24 @@ Status check_training(const Scenario& sc, const Capabilities& caps, int ranks, b
 }
 
 // The keys a training step reads: the model's, and the collective's that carry its gradients.
-std::vector<std::string> training_reads(bool pipeline) {
+std::vector<std::string> training_reads(Step kind) {
   std::vector<std::string> keys = {"training.model",      "training.layers",   "training.layer_flops", "training.batch",
-                                   "training.precision",  "training.gpu_flops", "training.layer_time", "training.tensor_parallel",
-                                   "training.moe_alltoall", "training.activation", "training.progress_interval",
+                                   "training.precision",  "training.gpu_flops", "training.layer_time", "training.progress_interval",
                                    "training.stragglers", "training.straggler_factor",
                                    "workload.iterations", "workload.warmup",    "workload.dtype",      "workload.protocol",
                                    "workload.algorithm",  "workload.chunk",     "workload.slots",      "workload.verify",
                                    "workload.memory",     "workload.payload",   "workload.gpu_path",   "workload.timeout"};
-  if (pipeline) {
-    keys.push_back("training.microbatches");
-  } else {
-    keys.push_back("training.bucket");
-    keys.push_back("workload.channels");  // the gradient and tensor-parallel all-reduces' rings
+  switch (kind) {
+    case Step::pp:
+      keys.insert(keys.end(), {"training.microbatches", "training.activation", "training.tensor_parallel", "training.moe_alltoall"});
+      break;
+    case Step::dp:
+      keys.insert(keys.end(), {"training.bucket", "training.first_bucket", "training.activation", "training.tensor_parallel",
+                               "training.moe_alltoall", "workload.channels"});  // channels: the all-reduces' rings
+      break;
+    case Step::fsdp:
+      keys.insert(keys.end(), {"training.sharding", "workload.channels"});
+      break;
   }
   return keys;
 }
@@ -109,18 +123,26 @@ void register_training(WorkloadRegistry& reg) {
   dp.name = "train_dp";
   dp.description = "data-parallel training step: bucketed gradient all-reduce overlapping backward (+ tensor parallel, MoE)";
   dp.kind = WorkloadKind::training;
-  dp.check = [](const Scenario& sc, const Capabilities& caps, int ranks) { return check_training(sc, caps, ranks, false); };
+  dp.check = [](const Scenario& sc, const Capabilities& caps, int ranks) { return check_training(sc, caps, ranks, Step::dp); };
   dp.run = run_dp;
-  dp.reads = training_reads(false);
+  dp.reads = training_reads(Step::dp);
   reg.add(std::move(dp));
   WorkloadInfo pp;
   pp.name = "train_pp";
   pp.description = "pipeline-parallel training step: 1F1B micro-batches stage to stage, bubble reported";
   pp.kind = WorkloadKind::training;
-  pp.check = [](const Scenario& sc, const Capabilities& caps, int ranks) { return check_training(sc, caps, ranks, true); };
+  pp.check = [](const Scenario& sc, const Capabilities& caps, int ranks) { return check_training(sc, caps, ranks, Step::pp); };
   pp.run = run_pp;
-  pp.reads = training_reads(true);
+  pp.reads = training_reads(Step::pp);
   reg.add(std::move(pp));
+  WorkloadInfo fsdp;
+  fsdp.name = "train_fsdp";
+  fsdp.description = "fully sharded data-parallel training step (FSDP / ZeRO): parameters all-gathered per layer, gradients reduce-scattered";
+  fsdp.kind = WorkloadKind::training;
+  fsdp.check = [](const Scenario& sc, const Capabilities& caps, int ranks) { return check_training(sc, caps, ranks, Step::fsdp); };
+  fsdp.run = run_fsdp;
+  fsdp.reads = training_reads(Step::fsdp);
+  reg.add(std::move(fsdp));
 }
 
 }  // namespace rdmalab::workloads

@@ -28,7 +28,9 @@ Status run_dp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
   for (int i = 0; i < tp; ++i) tp_members.push_back(dp_rank * tp + i);
   std::iota(all.begin(), all.end(), 0);
 
-  // Gradients of this rank (its 1/tp share of every layer), in backward order, cut into buckets.
+  // Gradients of this rank (its 1/tp share of every layer), in backward order, cut into buckets:
+  // the first (the last layers', produced first) at training.first_bucket, the rest at
+  // training.bucket, as DDP's Reducer does (a bucket closes once it reaches its cap).
   std::vector<Bucket> buckets;
   std::uint64_t grad_bytes = 0;
   {
@@ -37,7 +39,7 @@ Status run_dp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
       std::uint64_t b = round_up(p.layers[k].params / static_cast<std::uint64_t>(tp) * es, es * static_cast<std::uint64_t>(dp));
       cur.bytes += b;
       cur.last_layer = k;
-      if (cur.bytes >= p.bucket || k == 0) {
+      if (cur.bytes >= (buckets.empty() ? p.first_bucket : p.bucket) || k == 0) {
         cur.offset = grad_bytes;
         grad_bytes += cur.bytes;
         buckets.push_back(cur);
@@ -48,7 +50,7 @@ Status run_dp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
   std::vector<Plan> plans;
   for (auto& b : buckets) {
     const std::uint64_t count = b.bytes / es;
-    b.plan = shift_plan(tuned_all_reduce(env, p, dp_members, dp_rank, count, es, kChanDp, &b.how), 0, b.offset, 0);
+    b.plan = shift_plan(tuned_collective(env, p, Collective::all_reduce, dp_members, dp_rank, count, es, kChanDp, &b.how), 0, b.offset, 0);
     plans.push_back(b.plan);
   }
   // Tensor-parallel activations and MoE all-to-alls live after the gradients in the same buffer.
@@ -56,7 +58,7 @@ Status run_dp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
   const std::uint64_t tp_count = round_up(p.tp_bytes, es) / es;
   Plan tp_plan, moe_plan;
   if (tp > 1) {
-    tp_plan = shift_plan(tuned_all_reduce(env, p, tp_members, tp_rank, tp_count, es, kChanTp), 0, tp_off, 0);
+    tp_plan = shift_plan(tuned_collective(env, p, Collective::all_reduce, tp_members, tp_rank, tp_count, es, kChanTp), 0, tp_off, 0);
     plans.push_back(tp_plan);
   }
   const std::uint64_t moe_count = round_up(p.moe_bytes, es * static_cast<std::uint64_t>(env.size)) / es;

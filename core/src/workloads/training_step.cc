@@ -42,6 +42,8 @@ Params read_params(const Scenario& sc) {
                                    p.gpu_rate / 1e12, p.model, p.gpu ? p.gpu->name : "an unnamed GPU", p.precision);
   }
   p.bucket = sc.get_size("training.bucket");
+  p.first_bucket = sc.get_size("training.first_bucket");
+  p.reshard_after_forward = sc.get_string("training.sharding") == "full";
   p.tp = static_cast<int>(sc.get_int("training.tensor_parallel"));
   p.moe_bytes = sc.get_size("training.moe_alltoall");
   p.microbatches = static_cast<int>(sc.get_int("training.microbatches"));
@@ -119,12 +121,14 @@ Plan to_group(Plan plan, const std::vector<int>& members, int chan_base) {
   return plan;
 }
 
-// The plan of an all-reduce over a group (`members`, this rank `me` in it), with NCCL's algorithm
-// and protocol for the size (tuning.h) unless the scenario names them, and NCCL's channels unless
-// workload.channels names a count (each communicator's block has room for NCCL's 64).
-// NVLink SHARP is left out: a step's collectives run on the engine.
-Plan tuned_all_reduce(RankEnv& env, const Params& p, const std::vector<int>& members, int me, std::uint64_t count, std::size_t es,
-                      int chan_base, std::string* what) {
+// The plan of a collective over a group (`members`, this rank `me` in it), with NCCL's algorithm
+// and protocol for the size (tuning.h) unless the scenario names them (workload.algorithm names
+// the all-reduce's; the others run NCCL's ring), and NCCL's channels unless workload.channels
+// names a count (each communicator's block has room for NCCL's 64). An all-reduce runs in place,
+// an all-gather and a reduce-scatter out of place. NVLink SHARP is left out: a step's
+// collectives run on the engine.
+Plan tuned_collective(RankEnv& env, const Params& p, Collective coll, const std::vector<int>& members, int me, std::uint64_t count,
+                      std::size_t es, int chan_base, std::string* what) {
   const int n = static_cast<int>(members.size());
   NodeShape shape = env.shape;
   shape.nvls = false;
@@ -135,7 +139,8 @@ Plan tuned_all_reduce(RankEnv& env, const Params& p, const std::vector<int>& mem
   shape.ranks_per_node = static_cast<int>(std::count_if(members.begin(), members.end(), [&](int r) { return r / rpn == members[0] / rpn; }));
   if (n % shape.ranks_per_node != 0) shape.ranks_per_node = 1;
   const bool modelled = env.dev.caps().models_time && env.shape.protocol_costs;
-  const TunedRequest r{Collective::all_reduce, me, n, 0, count, es, true, p.algo, p.proto, p.channels, p.chunk_set ? p.chunk : 0, modelled};
+  const bool ar = coll == Collective::all_reduce;
+  const TunedRequest r{coll, me, n, 0, count, es, ar, ar ? p.algo : std::nullopt, p.proto, p.channels, p.chunk_set ? p.chunk : 0, modelled};
   TunedPlan t = tuned_plan(r, shape);
   if (what)
     *what = fmt::format("{}/{}, {} channel{}", algorithm_name(t.choice.algo), protocol_name(t.choice.proto), t.channels, t.channels == 1 ? "" : "s");

@@ -25,6 +25,7 @@ inline constexpr int kChanDp = 0;
 inline constexpr int kChanTp = 100;
 inline constexpr int kChanMoe = 200;
 inline constexpr int kChanPp = 300;
+inline constexpr int kChanGather = 400;  // train_fsdp's all-gathers (FSDP's unshard stream)
 
 struct Params {
   std::vector<ModelLayer> layers;
@@ -40,6 +41,8 @@ struct Params {
   std::optional<Protocol> proto;
   bool chunk_set = false;
   std::uint64_t bucket = 0;
+  std::uint64_t first_bucket = 0;  // DDP's first bucket (the last layers' gradients)
+  bool reshard_after_forward = true;  // train_fsdp: FULL_SHARD (true) or SHARD_GRAD_OP
   int tp = 1;
   std::uint64_t moe_bytes = 0;
   std::uint64_t tp_bytes = 0;  // activations all-reduced per layer in tensor parallel
@@ -68,9 +71,10 @@ void add_straggler_note(ResultRow& row, const Scenario& sc);
 double fwd_time(const Params& p, const ModelLayer& l, double samples);
 // A plan built in group ranks, mapped to the group's global ranks and its block of channels.
 Plan to_group(Plan plan, const std::vector<int>& members, int chan_base);
-// The plan of an all-reduce over a group, as NCCL's tuning model picks it (unless the scenario names it).
-Plan tuned_all_reduce(RankEnv& env, const Params& p, const std::vector<int>& members, int me, std::uint64_t count, std::size_t es,
-                      int chan_base, std::string* what = nullptr);
+// The plan of a collective over a group, as NCCL's tuning model picks it (unless the scenario
+// names it): an all-reduce in place, an all-gather or a reduce-scatter out of place.
+Plan tuned_collective(RankEnv& env, const Params& p, Collective coll, const std::vector<int>& members, int me, std::uint64_t count,
+                      std::size_t es, int chan_base, std::string* what = nullptr);
 // A plan over a group of ranks.
 Plan group_plan(Collective coll, Algorithm algo, const std::vector<int>& members, int me, std::uint64_t count, std::size_t es, bool in_place,
                 int chan_base);
@@ -87,8 +91,10 @@ std::string timeline_text(const std::vector<Phase>& phases);
 // The compute's source, model TFLOP/s per GPU and MFU.
 void add_compute_figures(ResultRow& row, const Params& p, double flops_per_gpu);
 
-// Data parallel (training_dp.cc) and pipeline parallel (training_pp.cc) steps.
+// Data parallel (training_dp.cc), pipeline parallel (training_pp.cc) and fully sharded data
+// parallel (training_fsdp.cc) steps.
 Status run_dp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows);
 Status run_pp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows);
+Status run_fsdp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows);
 
 }  // namespace rdmalab::workloads::training_detail

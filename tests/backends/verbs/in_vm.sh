@@ -53,7 +53,10 @@ case "$part" in
       --set workload.type=train_dp --set training.model=custom --set 'training.layers=[200000,300000]' --set training.batch=2 \
       --set training.bucket=1MB --set verbs.wait=event
     check "train_pp on verbs" 0 "bubble" "$rdmalab" run "$scenario" --backend verbs --set fabric.nodes=3 --set workload.type=train_pp \
-      --set training.model=custom --set 'training.layers=[1000,1000,1000]' --set training.activation=256KB --set verbs.wait=event ;;
+      --set training.model=custom --set 'training.layers=[1000,1000,1000]' --set training.activation=256KB --set verbs.wait=event
+    check "train_fsdp on verbs, shards checked" 0 "full_shard" "$rdmalab" run "$scenario" --backend verbs --set fabric.nodes=3 \
+      --set workload.type=train_fsdp --set training.model=custom --set 'training.layers=[200000,300001,1000]' --set training.batch=2 \
+      --set workload.dtype=bf16 --set verbs.wait=event ;;
   cli)
     check "devices lists rxe0 with its RoCE v2 GID" 0 "RoCE v2" "$rdmalab" devices
     check "devices --json" 0 '"device": "rxe0"' "$rdmalab" devices --json

@@ -147,6 +147,90 @@ TEST(TrainPp, ActivationsArriveExactOnEveryBackend) {
   }
 }
 
+// DDP's first bucket is capped at 1 MiB (the last layers' gradients start their all-reduce
+// early), the others at training.bucket.
+TEST(TrainDp, TheFirstBucketIsSmallAsInDdp) {
+  if (!usable("simgrid")) GTEST_SKIP() << "needs the SimGrid backend (simulated time)";
+  // 8 layers of 100,000 fp32 parameters (400 kB each), backward from the last: 1 MiB closes
+  // after three layers (1.2 MB), 4 MB after ten, so the rest is one bucket.
+  const std::vector<std::string> base = {"fabric.nodes=2", "workload.type=train_dp", "training.model=custom",
+                                         "training.layers=[100000,100000,100000,100000,100000,100000,100000,100000]",
+                                         "training.gpu_flops=1e12", "training.bucket=4MB", "workload.iterations=1"};
+  RunOutcome ddp = run("simgrid", base);
+  ASSERT_TRUE(ddp.status.is_ok()) << ddp.status.to_string();
+  EXPECT_EQ(ddp.rows[0].extra.at("buckets"), 2);
+  EXPECT_EQ(ddp.rows[0].errors, 0u);
+  auto one = base;
+  one.push_back("training.first_bucket=4MB");
+  RunOutcome same = run("simgrid", one);
+  ASSERT_TRUE(same.status.is_ok()) << same.status.to_string();
+  EXPECT_EQ(same.rows[0].extra.at("buckets"), 1);
+}
+
+// FSDP: each layer's parameters are all-gathered before its forward (and, FULL_SHARD, again
+// before its backward), its gradients reduce-scattered after its backward.
+TEST(TrainFsdp, GathersHideBehindComputeAndEverythingArrivesExact) {
+  if (!usable("simgrid")) GTEST_SKIP() << "needs the SimGrid backend (simulated time makes the compute exact)";
+  // 6 layers of 1 M parameters (4 MB fp32) on 4 ranks; 1e11 FLOP/s and batch 100: a layer's
+  // forward takes 2 ms, far longer than its 4 MB all-gather.
+  const std::vector<std::string> base = {"fabric.nodes=4", "workload.type=train_fsdp", "training.model=custom",
+                                         "training.layers=[1000000,1000000,1000000,1000000,1000000,1000000]", "training.batch=100",
+                                         "workload.iterations=2"};
+  auto with = [&](std::vector<std::string> more) {
+    auto s = base;
+    s.insert(s.end(), more.begin(), more.end());
+    return s;
+  };
+  RunOutcome slow_gpu = run("simgrid", with({"training.gpu_flops=1e11"}));
+  ASSERT_TRUE(slow_gpu.status.is_ok()) << slow_gpu.status.to_string();
+  const auto& r = slow_gpu.rows[0];
+  EXPECT_EQ(r.errors, 0u);
+  EXPECT_EQ(r.extra.at("units"), 6);
+  EXPECT_EQ(r.notes.at("parallelism"), "fsdp 4 (full_shard)");
+  EXPECT_NEAR(r.extra.at("compute_ms"), 36.0, 1e-6);  // 6 x 2 ms forward + 6 x 4 ms backward
+  // Exposed: the first unit's all-gather (nothing to hide behind, about 0.37 ms) and the last
+  // reduce-scatter (about 0.29 ms); the other 15 collectives (about 5 ms) overlapped compute.
+  EXPECT_GT(r.extra.at("exposed_ms"), 0);
+  EXPECT_LT(r.extra.at("exposed_ms"), 0.2 * r.extra.at("comm_ms")) << r.notes.at("timeline");
+  EXPECT_NEAR(r.extra.at("step_ms"), r.extra.at("compute_ms") + r.extra.at("exposed_ms"), 1e-9);
+  const std::string& tl = r.notes.at("timeline");
+  EXPECT_EQ(tl.rfind("forward 0.000000 ", 0), 0u) << tl;
+  auto count = [&](const std::string& what) {
+    std::size_t n = 0;
+    for (std::size_t at = tl.find(what); at != std::string::npos; at = tl.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count(";gather "), 11u) << tl;  // 6 before the forwards, 5 before the backwards (the last unit kept its own)
+  EXPECT_EQ(count(";scatter "), 6u) << tl;
+  EXPECT_NE(tl.find(";gather 0 0.000000 "), std::string::npos) << tl;
+
+  // A fast GPU: the gathers no longer hide, and FULL_SHARD's second round of them costs what
+  // SHARD_GRAD_OP (parameters kept from forward to backward) saves.
+  RunOutcome full = run("simgrid", with({"training.gpu_flops=1e12"}));
+  RunOutcome grad_op = run("simgrid", with({"training.gpu_flops=1e12", "training.sharding=grad_op"}));
+  ASSERT_TRUE(full.status.is_ok()) << full.status.to_string();
+  ASSERT_TRUE(grad_op.status.is_ok()) << grad_op.status.to_string();
+  EXPECT_EQ(full.rows[0].errors + grad_op.rows[0].errors, 0u);
+  EXPECT_EQ(grad_op.rows[0].notes.at("parallelism"), "fsdp 4 (shard_grad_op)");
+  EXPECT_NE(grad_op.rows[0].notes.at("timeline").find(";gather 5 "), std::string::npos);
+  EXPECT_GT(full.rows[0].extra.at("exposed_ms"), grad_op.rows[0].extra.at("exposed_ms") + 0.2)
+      << full.rows[0].notes.at("timeline") << "\n" << grad_op.rows[0].notes.at("timeline");
+}
+
+TEST(TrainFsdp, ShardsArriveExactOnEveryBackend) {
+  for (const char* b : {"loopback", "simgrid", "verbs"}) {
+    if (!usable(b)) continue;
+    for (const char* dt : {"fp32", "bf16"}) {
+      // Layer sizes that do not divide by the 3 ranks: the shards are padded as FSDP pads them.
+      RunOutcome out = run(b, {"fabric.nodes=3", "workload.type=train_fsdp", "training.model=custom", "training.layers=[20000,50001,777]",
+                               "training.batch=8", "training.gpu_flops=1e12", std::string("workload.dtype=") + dt, "workload.iterations=2"});
+      ASSERT_TRUE(out.status.is_ok()) << b << " " << dt << ": " << out.status.to_string();
+      EXPECT_EQ(out.rows[0].errors, 0u) << b << " " << dt;
+      EXPECT_EQ(out.rows[0].notes.at("verify"), "on");
+    }
+  }
+}
+
 TEST(MeasuredThroughputs, EveryEntryIsPhysicallyPossibleAndNamesItsSource) {
   for (const auto& m : measured_throughputs()) {
     const ModelPreset* model = find_preset(m.model);
@@ -224,6 +308,12 @@ TEST(Training, BadParametersAreRefusedWithTheKey) {
       {{"workload.type=train_dp", "training.stragglers=[1]"}, "training.straggler_factor too"},
       {{"workload.type=train_dp", "training.straggler_factor=1.2"}, "training.stragglers too"},
       {{"workload.type=train_dp", "fabric.nodes=4", "training.stragglers=[4]", "training.straggler_factor=1.2"}, "rank 4 is not in the job"},
+      // FSDP: its collectives are rings, and it has no buckets, tensor parallelism or micro-batches.
+      {{"workload.type=train_fsdp", "workload.algorithm=tree"}, "allowed: auto, ring"},
+      {{"workload.type=train_fsdp", "training.bucket=4MB"}, "training.bucket"},
+      {{"workload.type=train_fsdp", "training.tensor_parallel=2"}, "training.tensor_parallel"},
+      {{"workload.type=train_dp", "training.sharding=grad_op"}, "training.sharding"},
+      {{"workload.type=train_fsdp", "training.sharding=zero3"}, "training.sharding"},
   };
   for (const auto& b : bad) {
     auto sc = parse_scenario("name: t\n", "t.yaml", b.sets, full_schema(all_backends()));
