@@ -93,9 +93,10 @@ Schema core_schema() {
   s.add("training.layer_flops", T::int_list, "", "custom model: forward FLOPs per sample per layer (default 2 x parameters)", 0, 1e18);
   s.add("training.batch", T::integer, "", "samples (images or tokens) per GPU per step; default per preset", 1, 1e12);
   s.add_choice("training.precision", "amp",
-               "amp: mixed precision (FP16/BF16 tensor cores, FP32 master weights and gradients); tf32: TF32 tensor cores. Picks the "
-               "measured throughput and the peak that caps the compute rate",
-               {"amp", "tf32"});
+               "amp: mixed precision (FP16/BF16 tensor cores, FP32 master weights and gradients); tf32: TF32 tensor cores; fp8: the linear "
+               "layers' products in FP8 (Transformer Engine; Hopper). Picks the measured throughput or layer and the peak that caps the "
+               "compute rate",
+               {"amp", "tf32", "fp8"});
   s.add("training.gpu_flops", T::number, "400e12",
         "achieved FLOP/s of one GPU, overriding the measured throughput of the model on fabric.gpu.model (400 TFLOP/s when "
         "neither is given: about 40% of an H100's dense BF16 peak)",

@@ -16,10 +16,14 @@ struct GpuSpec {
   GpuGeneration generation;
   double tensor_flops = 0;  // dense FP16/BF16 tensor-core FLOP/s
   double tf32_flops = 0;    // dense TF32 tensor-core FLOP/s
+  double fp8_flops = 0;     // dense FP8 tensor-core FLOP/s (0: no FP8 tensor cores)
   double memory_bw = 0;     // HBM bytes/s
   std::string source;
-  // The dense tensor-core peak for a training precision (training.precision: "tf32", else FP16/BF16).
-  double peak_flops(const std::string& precision) const { return precision == "tf32" ? tf32_flops : tensor_flops; }
+  // The dense tensor-core peak for a training precision (training.precision: "tf32", "fp8", else
+  // FP16/BF16).
+  double peak_flops(const std::string& precision) const {
+    return precision == "tf32" ? tf32_flops : precision == "fp8" ? fp8_flops : tensor_flops;
+  }
 };
 
 const std::vector<GpuSpec>& gpu_specs();

@@ -59,6 +59,7 @@ std::vector<ModelPreset> build() {
     p.sample = "token";
     p.default_batch = 2048;  // one sequence per GPU per step
     const std::uint64_t d = 12288, seq = 2048;
+    p.sequence = seq;
     p.activation_per_sample = d * 2;  // one token's hidden state, bf16
     p.layers.push_back({"embedding", 50257 * d, 0});
     for (int i = 0; i < 96; ++i) p.layers.push_back(transformer_layer(i, d, d, 4 * d, 2, seq, 4 * d));
@@ -74,6 +75,7 @@ std::vector<ModelPreset> build() {
     p.sample = "token";
     p.default_batch = 4096;
     const std::uint64_t d = 8192, seq = 4096;
+    p.sequence = seq;
     p.activation_per_sample = d * 2;
     p.layers.push_back({"embedding", 32000 * d, 0});
     for (int i = 0; i < 80; ++i) p.layers.push_back(transformer_layer(i, d, 1024, 28672, 3, seq, 2 * d));
@@ -106,6 +108,25 @@ const MeasuredThroughput* find_throughput(const std::string& model, const std::s
   auto distance = [&](const MeasuredThroughput& m) { return m.batch > batch ? m.batch - batch : batch - m.batch; };
   for (const auto& m : measured_throughputs())
     if (m.model == model && m.gpu == gpu && m.precision == precision && (!best || distance(m) < distance(*best))) best = &m;
+  return best;
+}
+
+const std::vector<MeasuredLayer>& measured_layers() {
+  // Measured by rdmalab on a lent GPU: scripts/gpu/transformer_layer.py (docs/training.md,
+  // "Measured layers", has the command, the card and the checks). Milliseconds, medians.
+  static const std::vector<MeasuredLayer> table = [] {
+    std::vector<MeasuredLayer> t;
+    return t;
+  }();
+  return table;
+}
+
+const MeasuredLayer* find_layer(const std::string& model, const std::string& gpu, const std::string& precision, int tp,
+                                std::uint64_t micro_batch) {
+  const MeasuredLayer* best = nullptr;
+  auto distance = [&](const MeasuredLayer& m) { return m.micro_batch > micro_batch ? m.micro_batch - micro_batch : micro_batch - m.micro_batch; };
+  for (const auto& m : measured_layers())
+    if (m.model == model && m.gpu == gpu && m.precision == precision && m.tp == tp && (!best || distance(m) < distance(*best))) best = &m;
   return best;
 }
 

@@ -39,24 +39,37 @@ Status check_training(const Scenario& sc, const Capabilities& caps, int ranks, S
   } else if (sc.is_set("training.layers")) {
     return sc.error("training.layers", fmt::format("training.model is the preset '{}': set training.model: custom to give layers", model));
   }
-  if (const GpuSpec* g = find_gpu(sc.get_string("fabric.gpu.model"))) {
-    const std::string precision = sc.get_string("training.precision");
+  const std::string precision = sc.get_string("training.precision");
+  const GpuSpec* g = find_gpu(sc.get_string("fabric.gpu.model"));
+  if (precision == "fp8" && (!g || g->fp8_flops <= 0))
+    return sc.error("training.precision", g ? fmt::format("the {} has no FP8 tensor cores: amp or tf32", g->product)
+                                            : std::string("fp8 needs a GPU that has FP8 tensor cores: name it (fabric.gpu.model: h100 or h200)"));
+  if (g) {
     const double peak = g->peak_flops(precision);
     if (sc.is_set("training.gpu_flops") && sc.get_number("training.gpu_flops") > peak)
       return sc.error("training.gpu_flops", fmt::format("{:.4g} TFLOP/s is above the {}'s dense {} peak of {:.4g} TFLOP/s ({})",
                                                         sc.get_number("training.gpu_flops") / 1e12, g->product,
-                                                        precision == "tf32" ? "TF32" : "FP16/BF16", peak / 1e12, g->source));
+                                                        precision == "tf32" ? "TF32" : precision == "fp8" ? "FP8" : "FP16/BF16", peak / 1e12,
+                                                        g->source));
     // No measured throughput of the model on this GPU (at any batch: the nearest is used) and no
     // rate given: no default rate could claim to be this GPU's (400 TFLOP/s is above an A100's
     // peak), so the scenario says it.
+    // A transformer's layers are measured per tensor-parallel split (the shapes change with it).
+    const int tp_run = static_cast<int>(sc.get_int("training.tensor_parallel"));
     if (model != "custom" && !sc.is_set("training.gpu_flops") && !sc.is_set("training.layer_time") &&
-        !find_throughput(model, g->name, precision, 0)) {
+        !find_throughput(model, g->name, precision, 0) && !find_layer(model, g->name, precision, tp_run, 1)) {
       std::string known;
       for (const auto& m : measured_throughputs())
         known += fmt::format("{}{} on {} ({})", known.empty() ? "" : ", ", m.model, m.gpu, m.precision);
-      return sc.error("training.model", fmt::format("rdmalab has no measured throughput of {} on the {} in {}: give training.gpu_flops "
-                                                    "(at most {:.4g} TFLOP/s) or training.layer_time; measured: {} (docs/training.md)",
-                                                    model, g->product, precision, peak / 1e12, known));
+      std::string layers;
+      for (const auto& m : measured_layers()) {
+        const std::string one = fmt::format("{} on {} ({}, tp {})", m.model, m.gpu, m.precision, m.tp);
+        if (layers.find(one) == std::string::npos) layers += (layers.empty() ? "" : ", ") + one;
+      }
+      return sc.error("training.model", fmt::format("rdmalab has no measured throughput of {} on the {} in {}{}: give training.gpu_flops "
+                                                    "(at most {:.4g} TFLOP/s) or training.layer_time; measured: {}{}{} (docs/training.md)",
+                                                    model, g->product, precision, tp_run > 1 ? fmt::format(" at tensor parallel {}", tp_run) : "",
+                                                    peak / 1e12, known, layers.empty() ? "" : "; layers: ", layers));
     }
   }
   const int tp = static_cast<int>(sc.get_int("training.tensor_parallel"));

@@ -126,7 +126,7 @@ Status run_dp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
     };
     // Forward.
     for (const auto& l : p.layers) {
-      const double t = fwd_time(p, l, static_cast<double>(p.batch)) / tp;
+      const double t = fwd_time(p, l, static_cast<double>(p.batch));
       RDMALAB_TRY(env.rt.compute(t));
       compute += t;
       RDMALAB_TRY(layer_comm());
@@ -149,7 +149,7 @@ Status run_dp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
       }
     };
     for (std::size_t k = p.layers.size(); k-- > 0;) {
-      const double t = 2 * fwd_time(p, p.layers[k], static_cast<double>(p.batch)) / tp;
+      const double t = bwd_time(p, p.layers[k], static_cast<double>(p.batch));
       RDMALAB_TRY(compute_overlapped(env, eng, p, t, note_done));
       compute += t;
       RDMALAB_TRY(layer_comm());

@@ -205,7 +205,7 @@ Status run_fsdp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) 
     for (std::size_t k = L; k-- > 0;) {
       if (p.reshard_after_forward && k >= 1) RDMALAB_TRY(gather(k - 1));
       if (p.reshard_after_forward && k + 1 < L) RDMALAB_TRY(need(gathered[k]));
-      const double t = 2 * fwd_time(p, p.layers[k], static_cast<double>(p.batch));
+      const double t = bwd_time(p, p.layers[k], static_cast<double>(p.batch));
       RDMALAB_TRY(compute_overlapped(env, eng, p, t, note_done));
       compute += t;
       RDMALAB_TRY(launch(units[k].scatter, fmt::format("scatter {}", k)).status());

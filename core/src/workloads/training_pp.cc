@@ -11,9 +11,11 @@ Status run_pp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
   const std::size_t L = p.layers.size();
   const std::size_t lo = L * static_cast<std::size_t>(s) / static_cast<std::size_t>(S), hi = L * static_cast<std::size_t>(s + 1) / static_cast<std::size_t>(S);
   const double mb_samples = static_cast<double>(p.batch) / m;
-  double fwd = 0;
-  for (std::size_t k = lo; k < hi; ++k) fwd += fwd_time(p, p.layers[k], mb_samples);
-  const double bwd = 2 * fwd;
+  double fwd = 0, bwd = 0;
+  for (std::size_t k = lo; k < hi; ++k) {
+    fwd += fwd_time(p, p.layers[k], mb_samples);
+    bwd += bwd_time(p, p.layers[k], mb_samples);
+  }
   // Buffers: micro-batch i's activation in `out` at i*A (received from s-1, sent on from the
   // same place), its gradient at (m+i)*A; what this stage sends comes from `in`.
   auto p2p = [&](bool send, int peer, Buf buf, std::uint64_t off) {

@@ -19,6 +19,7 @@ Params read_params(const Scenario& sc) {
     p.layers = m->layers;
     p.batch = m->default_batch;
     p.activation = m->activation_per_sample;
+    p.sequence = m->sequence;
   }
   if (sc.is_set("training.batch")) p.batch = static_cast<std::uint64_t>(sc.get_int("training.batch"));
   for (const auto& l : p.layers) p.fwd_flops += l.fwd_flops_per_sample;
@@ -28,6 +29,11 @@ Params read_params(const Scenario& sc) {
   p.precision = sc.get_string("training.precision");
   p.gpu_rate = sc.get_number("training.gpu_flops");
   const MeasuredThroughput* m = p.gpu ? find_throughput(p.model, p.gpu->name, p.precision, p.batch) : nullptr;
+  // (The parallelism the measured layer must match is read here too: below.)
+  p.tp = static_cast<int>(sc.get_int("training.tensor_parallel"));
+  p.microbatches = static_cast<int>(sc.get_int("training.microbatches"));
+  const bool pipeline = sc.get_string("workload.type") == "train_pp";
+  const MeasuredLayer* ml = p.gpu && p.sequence ? find_layer(p.model, p.gpu->name, p.precision, p.tp, micro_batch_sequences(p, pipeline)) : nullptr;
   if (sc.is_set("training.layer_time")) {
     p.layer_time = sc.get_time("training.layer_time");
     p.compute_source = fmt::format("training.layer_time: {} per layer forward", units::format_time(p.layer_time));
@@ -37,6 +43,14 @@ Params read_params(const Scenario& sc) {
     p.measured_rate = m->samples_per_s;
     p.compute_source = m->source;
     if (m->batch != p.batch) p.compute_source += fmt::format(" (measured at batch {}, run at {})", m->batch, p.batch);
+  } else if (ml) {
+    p.measured_layer = ml;
+    p.compute_source = ml->source;
+    const std::uint64_t mb_tokens = micro_batch_sequences(p, pipeline) * p.sequence;
+    const std::uint64_t run_tokens = pipeline ? p.batch / static_cast<std::uint64_t>(std::max(1, p.microbatches)) : p.batch;
+    if (ml->micro_batch * p.sequence != run_tokens || mb_tokens != run_tokens)
+      p.compute_source += fmt::format(" (measured at micro-batch {} x {} tokens, run at {} tokens: scaled by the tokens)", ml->micro_batch,
+                                      p.sequence, run_tokens);
   } else {
     p.compute_source = fmt::format("training.gpu_flops default {:.4g} TFLOP/s: no measured throughput of {} on {} ({}); docs/training.md",
                                    p.gpu_rate / 1e12, p.model, p.gpu ? p.gpu->name : "an unnamed GPU", p.precision);
@@ -44,9 +58,7 @@ Params read_params(const Scenario& sc) {
   p.bucket = sc.get_size("training.bucket");
   p.first_bucket = sc.get_size("training.first_bucket");
   p.reshard_after_forward = sc.get_string("training.sharding") == "full";
-  p.tp = static_cast<int>(sc.get_int("training.tensor_parallel"));
   p.moe_bytes = sc.get_size("training.moe_alltoall");
-  p.microbatches = static_cast<int>(sc.get_int("training.microbatches"));
   // Bytes of one sample's activations, times the samples of a micro-batch (pipeline) or of the
   // whole local batch (tensor parallel).
   const std::uint64_t per_sample = p.activation;
@@ -99,13 +111,43 @@ void add_straggler_note(ResultRow& row, const Scenario& sc) {
                                         sc.get_number("training.straggler_factor"));
 }
 
-// Forward seconds of layer l for `samples` samples. From a measured throughput: the step's
-// compute (batch / rate) split over the layers by their FLOPs, a third forward and two thirds
-// backward (the backward computes gradients of both inputs and weights: twice the forward).
+std::uint64_t micro_batch_sequences(const Params& p, bool pipeline) {
+  if (p.sequence == 0) return 0;
+  const std::uint64_t tokens = pipeline ? p.batch / static_cast<std::uint64_t>(std::max(1, p.microbatches)) : p.batch;
+  return std::max<std::uint64_t>(1, (tokens + p.sequence / 2) / p.sequence);
+}
+
+namespace {
+
+// A measured layer's seconds for `samples` tokens: the measurement scaled by the tokens. Decoder
+// layers ("layer<i>") take the decoder layer's time, the output layer ("lm_head") the head's; the
+// embedding is a lookup (no matrix product).
+double measured_time(const Params& p, const ModelLayer& l, double samples, bool backward) {
+  const MeasuredLayer& m = *p.measured_layer;
+  const double scale = samples / static_cast<double>(m.micro_batch * p.sequence);
+  if (l.name == "lm_head") return (backward ? m.head_bwd_s : m.head_fwd_s) * scale;
+  if (l.name.rfind("layer", 0) == 0) return (backward ? m.bwd_s : m.fwd_s) * scale;
+  return 0;
+}
+
+}  // namespace
+
+// Forward seconds of layer l for `samples` samples on one rank. From a measured throughput: the
+// step's compute (batch / rate) split over the layers by their FLOPs, a third forward and two
+// thirds backward (the backward computes gradients of both inputs and weights: twice the
+// forward). A measured layer is already one tensor-parallel rank's share; the others are divided
+// over the tensor-parallel group.
 double fwd_time(const Params& p, const ModelLayer& l, double samples) {
-  if (p.layer_time >= 0) return p.layer_time * samples / static_cast<double>(p.batch);
-  if (p.measured_rate > 0) return l.fwd_flops_per_sample / p.fwd_flops * samples / p.measured_rate / 3;
-  return l.fwd_flops_per_sample * samples / p.gpu_rate;
+  const double tp = p.tp;
+  if (p.layer_time >= 0) return p.layer_time * samples / static_cast<double>(p.batch) / tp;
+  if (p.measured_layer) return measured_time(p, l, samples, false);
+  if (p.measured_rate > 0) return l.fwd_flops_per_sample / p.fwd_flops * samples / p.measured_rate / 3 / tp;
+  return l.fwd_flops_per_sample * samples / p.gpu_rate / tp;
+}
+
+double bwd_time(const Params& p, const ModelLayer& l, double samples) {
+  if (p.measured_layer) return measured_time(p, l, samples, true);
+  return 2 * fwd_time(p, l, samples);
 }
 
 // A plan built in group ranks, mapped to the group's global ranks and its block of channels.

@@ -34,6 +34,8 @@ struct Params {
   double gpu_rate = 0;      // FLOP/s
   double layer_time = -1;   // forward seconds per layer when given
   double measured_rate = 0;  // samples/s of one GPU (measured_throughputs()), when compute comes from there
+  const MeasuredLayer* measured_layer = nullptr;  // a transformer layer measured on this GPU (measured_layers())
+  std::uint64_t sequence = 0;                     // tokens per sequence (the preset's), for measured layers
   double fwd_flops = 0;      // forward FLOPs per sample, all layers
   std::string compute_source;
   const GpuSpec* gpu = nullptr;  // fabric.gpu.model, if named
@@ -67,8 +69,13 @@ Params read_params(const Scenario& sc);
 Params params_for_rank(const Scenario& sc, int rank);
 // What a row says of the stragglers: "ranks 3, 7 compute 1.2x slower".
 void add_straggler_note(ResultRow& row, const Scenario& sc);
-// Forward seconds of layer l for `samples` samples.
+// Seconds of layer l's forward and backward for `samples` samples on one rank (one of
+// training.tensor_parallel ranks sharing the layer).
 double fwd_time(const Params& p, const ModelLayer& l, double samples);
+double bwd_time(const Params& p, const ModelLayer& l, double samples);
+// The micro-batch (sequences) a rank computes at once: the whole batch, or in train_pp one of
+// training.microbatches.
+std::uint64_t micro_batch_sequences(const Params& p, bool pipeline);
 // A plan built in group ranks, mapped to the group's global ranks and its block of channels.
 Plan to_group(Plan plan, const std::vector<int>& members, int chan_base);
 // The plan of a collective over a group, as NCCL's tuning model picks it (unless the scenario

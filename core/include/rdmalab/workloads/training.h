@@ -27,6 +27,7 @@ struct ModelPreset {
   std::string sample;  // "image" or "token"
   std::uint64_t default_batch = 0;       // samples per GPU per step
   std::uint64_t activation_per_sample = 0;  // bytes crossing a pipeline stage boundary per sample (bf16)
+  std::uint64_t sequence = 0;               // tokens per sequence (language models), 0 for images
   std::vector<ModelLayer> layers;
   std::uint64_t total_params() const;
 };
@@ -48,5 +49,22 @@ const std::vector<MeasuredThroughput>& measured_throughputs();
 // nullptr.
 const MeasuredThroughput* find_throughput(const std::string& model, const std::string& gpu, const std::string& precision,
                                           std::uint64_t batch);
+
+// A transformer preset's layer measured on a named GPU: one tensor-parallel rank's forward and
+// backward of one decoder layer (and of the output layer with its loss) for one micro-batch of
+// full sequences, with no communication in it (scripts/gpu/transformer_layer.py; docs/training.md,
+// "Measured layers"). A language model's step computes from here.
+struct MeasuredLayer {
+  std::string model, gpu, precision;  // training.model, fabric.gpu.model, training.precision (amp: bf16; fp8)
+  int tp = 1;                         // tensor-parallel ranks the layer is split over
+  std::uint64_t micro_batch = 1;      // sequences
+  double fwd_s = 0, bwd_s = 0;        // one decoder layer
+  double head_fwd_s = 0, head_bwd_s = 0;  // the output layer (vocabulary / tp) and the loss
+  std::string source;
+};
+const std::vector<MeasuredLayer>& measured_layers();
+// The entry for (model, gpu, precision, tp) whose micro-batch is nearest `micro_batch`, or nullptr.
+const MeasuredLayer* find_layer(const std::string& model, const std::string& gpu, const std::string& precision, int tp,
+                                std::uint64_t micro_batch);
 
 }  // namespace rdmalab::workloads
