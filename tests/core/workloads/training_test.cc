@@ -2,6 +2,7 @@
 // model exactly on SimGrid, communication overlaps the backward pass, the 1F1B bubble matches
 // (S-1)/(m+S-1), gradients and activations arrive exact, and bad parameters are refused.
 #include <fmt/format.h>
+#include <map>
 #include <gtest/gtest.h>
 
 #include "backends.h"
@@ -12,8 +13,10 @@
 namespace rdmalab {
 namespace {
 
+using workloads::find_layer;
 using workloads::find_preset;
 using workloads::find_throughput;
+using workloads::measured_layers;
 using workloads::measured_throughputs;
 using workloads::ModelPreset;
 
@@ -281,6 +284,58 @@ TEST(TrainDp, ComputeComesFromTheMeasuredThroughputOfTheNamedGpu) {
   EXPECT_GT(out.rows[0].extra.at("comm_ms"), auto_comm) << "one NIC of eight carries the gradients";
 }
 
+TEST(MeasuredLayers, EveryEntryIsPhysicallyPossibleAndNamesItsSource) {
+  ASSERT_FALSE(measured_layers().empty());
+  for (const auto& m : measured_layers()) {
+    const ModelPreset* model = find_preset(m.model);
+    const GpuSpec* gpu = find_gpu(m.gpu);
+    ASSERT_NE(model, nullptr) << m.model;
+    ASSERT_NE(gpu, nullptr) << m.gpu;
+    ASSERT_GT(model->sequence, 0u) << m.model;
+    EXPECT_FALSE(m.source.empty());
+    const std::string what = fmt::format("{} {} {} tp {} mb {}", m.model, m.gpu, m.precision, m.tp, m.micro_batch);
+    // One rank's share of one decoder layer's FLOPs for the micro-batch, over the measured time:
+    // under the precision's dense peak, forward alone and forward with backward (twice the products).
+    const double tokens = static_cast<double>(m.micro_batch * model->sequence);
+    const double flops = model->layers[1].fwd_flops_per_sample * tokens / m.tp;
+    EXPECT_LT(flops / m.fwd_s, gpu->peak_flops(m.precision)) << what;
+    EXPECT_LT(3 * flops / (m.fwd_s + m.bwd_s), gpu->peak_flops(m.precision)) << what;
+    // The backward computes the gradients of both the inputs and the weights: more than the forward.
+    EXPECT_GT(m.bwd_s, m.fwd_s) << what;
+    EXPECT_GT(m.head_fwd_s, 0) << what;
+    EXPECT_GT(m.head_bwd_s, 0) << what;
+  }
+  // The nearest micro-batch when none is equal; nothing for a GPU or a split with no entry.
+  EXPECT_EQ(find_layer("llama2-70b", "h100", "amp", 4, 3)->micro_batch, 2u);
+  EXPECT_EQ(find_layer("llama2-70b", "h200", "amp", 4, 1), nullptr);
+  EXPECT_EQ(find_layer("llama2-70b", "h100", "amp", 16, 1), nullptr);
+}
+
+TEST(TrainDp, ALanguageModelComputesFromItsMeasuredLayers) {
+  if (!usable("simgrid")) GTEST_SKIP() << "needs the SimGrid backend (simulated time makes the compute exact)";
+  // Llama 2 70B's compute on one H100, two sequences per step: 80 decoder layers and the output
+  // layer, each at its measured time for two sequences (one GPU, so nothing else is in the step).
+  std::map<std::string, double> compute;
+  for (const std::string precision : {"amp", "fp8"}) {
+    RunOutcome out = run("simgrid", {"fabric.nodes=1", "fabric.gpu.model=h100", "workload.type=train_dp", "training.model=llama2-70b",
+                                     "training.batch=8192", "training.precision=" + precision, "workload.iterations=1",
+                                     "workload.warmup=0", "workload.payload=phantom"});
+    ASSERT_TRUE(out.status.is_ok()) << out.status.to_string();
+    const auto& r = out.rows[0];
+    const auto* m = find_layer("llama2-70b", "h100", precision, 1, 2);
+    ASSERT_NE(m, nullptr);
+    EXPECT_EQ(m->micro_batch, 2u);
+    compute[precision] = r.extra.at("compute_ms");
+    EXPECT_NEAR(compute[precision], (80 * (m->fwd_s + m->bwd_s) + m->head_fwd_s + m->head_bwd_s) * 1e3, 1e-6) << precision;
+    EXPECT_NEAR(r.extra.at("step_ms"), compute[precision], 1e-6) << precision;
+    EXPECT_EQ(r.notes.at("compute"), m->source);
+    // MFU against the precision's own peak, and under it.
+    EXPECT_GT(r.extra.at("mfu"), 0.1) << precision;
+    EXPECT_LT(r.extra.at("mfu"), 1.0) << precision;
+  }
+  EXPECT_LT(compute["fp8"], compute["amp"]);
+}
+
 TEST(Training, BadParametersAreRefusedWithTheKey) {
   struct Bad {
     std::vector<std::string> sets;
@@ -301,7 +356,10 @@ TEST(Training, BadParametersAreRefusedWithTheKey) {
       {{"workload.type=train_dp", "fabric.gpu.model=a100", "training.gpu_flops=400e12"}, "training.gpu_flops"},
       {{"workload.type=train_dp", "fabric.gpu.model=h100", "training.precision=tf32", "training.gpu_flops=600e12"}, "training.gpu_flops"},
       // A named GPU the model has no measured throughput on, and no rate given.
-      {{"workload.type=train_dp", "fabric.gpu.model=h100", "training.model=gpt3-175b"}, "training.model"},
+      {{"workload.type=train_dp", "fabric.gpu.model=h200", "training.model=gpt3-175b"}, "training.model"},
+      // FP8 on a GPU without FP8 tensor cores, or on an unnamed one.
+      {{"workload.type=train_dp", "fabric.gpu.model=a100", "training.model=llama2-70b", "training.precision=fp8"}, "training.precision"},
+      {{"workload.type=train_dp", "training.model=llama2-70b", "training.precision=fp8"}, "training.precision"},
       // A named GPU and a generation that is not its own.
       {{"workload.type=train_dp", "fabric.gpu.model=a100", "fabric.gpu.generation=hopper"}, "fabric.gpu.generation"},
       // Stragglers: both keys, ranks in the job.
