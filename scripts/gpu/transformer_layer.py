@@ -14,11 +14,13 @@ Megatron, NeMo and torchtitan use). Precision:
   fp8:  the four linear layers' products in fp8 through torch._scaled_mm (activations and weights
         e4m3, gradients e5m2, one scale per tensor from its current absolute maximum: Transformer
         Engine's current scaling, "FP8-CS"), the casts and transposes they need included;
-        attention, norms and activations stay bf16, as in Transformer Engine.
+        attention, norms and activations stay bf16, as in Transformer Engine. The casts are
+        compiled (torch.compile) into fused kernels.
 Each configuration is checked before it is timed: the fp8 layer's output and input gradient
 against the bf16 layer's on the same weights (relative error), and every output finite.
-Timing: CUDA events around 20 forward and 20 forward+backward passes after 5 warm-ups, the
-median; inputs rotate among 4 sets so that no pass reads another's cached activations.
+Timing (time_ms): the GPU's kernel time per pass from PyTorch's profiler, and for reference the
+median CUDA-event time of this eager loop, over --reps passes after --warm warm-ups; inputs
+rotate among 4 sets so that no pass reads another's cached activations.
 """
 import argparse, json, math, statistics, sys
 
