@@ -42,12 +42,13 @@ const std::map<std::string, std::string>& metrics() {
       {"t_typical_us", "perftest t_typical, usec"},
       {"time_us", "nccl-tests time, us"},
       {"samples_per_s", "training throughput of the whole job, samples (images, tokens) per second"},
+      {"samples_per_s_per_gpu", "training throughput per GPU, samples (tokens) per second per GPU, as NeMo publishes it"},
   };
   return m;
 }
 
 Result<double> metric_of(const std::string& metric, const ResultRow& r) {
-  if (metric == "busbw_gbps" || metric == "algbw_gbps" || metric == "time_us" || metric == "samples_per_s") {
+  if (metric == "busbw_gbps" || metric == "algbw_gbps" || metric == "time_us" || metric == "samples_per_s" || metric == "samples_per_s_per_gpu") {
     auto it = r.extra.find(metric);
     if (it == r.extra.end()) return Status(Errc::invalid_argument, fmt::format("the row of {} has no {}", r.workload, metric));
     return it->second;

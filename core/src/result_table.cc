@@ -223,6 +223,16 @@ void training_row(Out out, const ResultRow& r) {
                100 * extra(r, "ideal_bubble_fraction"), extra(r, "samples_per_s"), r.errors);
     return;
   }
+  if (r.workload == "train_3d") {
+    // Megatron-LM's step: compute, the tensor-parallel collectives on the critical path, the time
+    // waiting for other stages (pipeline bubble, exposed data-parallel traffic), tokens per GPU.
+    fmt::format_to(out, "{:>12} {:>36} {:>10} {:>11} {:>11} {:>10} {:>9} {:>13} {:>7}\n", "model", "parallelism", "step[ms]", "compute[ms]",
+                   "tp comm[ms]", "idle[ms]", "mfu", "samples/s/gpu", "#wrong");
+    fmt::format_to(out, "{:>12} {:>36} {:>10.3f} {:>11.3f} {:>11.3f} {:>10.3f} {:>8.1f}% {:>13.1f} {:>7}\n", note(r, "model"), note(r, "parallelism"),
+                   extra(r, "step_ms"), extra(r, "compute_ms"), extra(r, "tp_comm_ms"), extra(r, "idle_ms"), 100 * extra(r, "mfu"),
+                   extra(r, "samples_per_s_per_gpu"), r.errors);
+    return;
+  }
   // train_dp all-reduces its gradients in buckets; train_fsdp gathers and reduce-scatters per unit.
   const bool fsdp = r.workload == "train_fsdp";
   fmt::format_to(out, "{:>12} {:>20} {:>14} {:>8} {:>10} {:>11} {:>9} {:>12} {:>12} {:>7}\n", "model", "parallelism", "grad bytes",

@@ -111,10 +111,16 @@ Schema core_schema() {
                "train_fsdp: full: parameters sharded again after the forward pass and gathered again for the backward (FSDP FULL_SHARD, "
                "ZeRO-3); grad_op: kept from the forward to the backward (SHARD_GRAD_OP, ZeRO-2)",
                {"full", "grad_op"});
-  s.add("training.tensor_parallel", T::integer, "1", "train_dp: tensor-parallel group size (consecutive ranks, as inside a node)", 1, 1024);
+  s.add("training.tensor_parallel", T::integer, "1", "train_dp, train_3d: tensor-parallel group size (consecutive ranks, as inside a node)", 1, 1024);
+  s.add("training.pipeline_parallel", T::integer, "2", "train_3d: pipeline stages (the ranks divide into tensor x pipeline x data parallel)", 1, 1024);
+  s.add("training.tp_overlap", T::boolean, "false",
+        "train_3d: overlap the tensor-parallel all-gathers and reduce-scatters with the linear layers beside them (NeMo's tp_comm_overlap, "
+        "Transformer Engine's userbuffers)");
+  s.add("training.virtual_stages", T::integer, "1",
+        "train_3d: model chunks per pipeline stage (Megatron-LM's virtual pipeline size; more than 1: the interleaved schedule)", 1, 1024);
   s.add("training.moe_alltoall", T::size, "0B", "train_dp: bytes each rank exchanges in each MoE all-to-all (2 per layer and pass); 0 = dense model", 0,
         1ull << 40);
-  s.add("training.microbatches", T::integer, "8", "train_pp: micro-batches per step", 1, 1e6);
+  s.add("training.microbatches", T::integer, "8", "train_pp, train_3d: micro-batches per step (per pipeline)", 1, 1e6);
   s.add("training.activation", T::size, "", "bytes across a stage boundary per micro-batch (train_pp) or all-reduced per layer (tensor parallel); default from the preset", 1, 1ull << 40);
   s.add("training.progress_interval", T::time, "20us", "compute slice between two engine progress calls while collectives are in flight", 1e-7, 1);
   s.add("workload.timeout", T::time, "30s", "longest wait for one completion before the run fails", 1e-6, 86400);

@@ -23,6 +23,7 @@ ModelLayer transformer_layer(int i, std::uint64_t d, std::uint64_t kv_dim, std::
   l.name = "layer" + std::to_string(i);
   l.params = 2 * d * d + 2 * d * kv_dim + static_cast<std::uint64_t>(mlp_matrices) * d * ffn + norm_params;
   l.fwd_flops_per_sample = 2.0 * static_cast<double>(l.params) + 4.0 * static_cast<double>(seq) * static_cast<double>(d);
+  l.linear = {d * d + 2 * d * kv_dim, d * d, static_cast<std::uint64_t>(mlp_matrices - 1) * d * ffn, d * ffn};
   return l;
 }
 

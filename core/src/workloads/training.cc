@@ -26,7 +26,7 @@ namespace {
 
 using namespace training_detail;
 
-enum class Step { dp, pp, fsdp };
+enum class Step { dp, pp, fsdp, megatron };
 
 Status check_training(const Scenario& sc, const Capabilities& caps, int ranks, Step kind) {
   const bool pipeline = kind == Step::pp;
@@ -80,6 +80,31 @@ Status check_training(const Scenario& sc, const Capabilities& caps, int ranks, S
     std::size_t layers = model == "custom" ? sc.get_ints("training.layers").size() : find_preset(model)->layers.size();
     if (layers < static_cast<std::size_t>(ranks))
       return sc.error("fabric.nodes", fmt::format("{} stages but the model has {} layers: at most one stage per layer", ranks, layers));
+  } else if (kind == Step::megatron) {
+    const int pp = static_cast<int>(sc.get_int("training.pipeline_parallel")), v = static_cast<int>(sc.get_int("training.virtual_stages"));
+    const int m = static_cast<int>(sc.get_int("training.microbatches"));
+    if (ranks % (tp * pp) != 0)
+      return sc.error("training.pipeline_parallel", fmt::format("tensor parallel {} x pipeline {} does not divide {} ranks", tp, pp, ranks));
+    const ModelPreset* preset = model == "custom" ? nullptr : find_preset(model);
+    if (preset && preset->sequence == 0)
+      return sc.error("training.model", fmt::format("train_3d is Megatron-LM's layout of a transformer; '{}' is not one (use train_dp)", model));
+    if (v > 1 && pp < 2) return sc.error("training.virtual_stages", "virtual stages interleave a pipeline: set training.pipeline_parallel to 2 or more");
+    if (v > 1 && m % pp != 0)
+      return sc.error("training.microbatches", fmt::format("the interleaved schedule needs micro-batches in multiples of the {} stages (Megatron-LM's rule); {} is not", pp, m));
+    std::size_t decoder = 0;
+    if (preset) {
+      for (const auto& l : preset->layers) decoder += l.name != "embedding" && l.name != "lm_head";
+    } else {
+      decoder = sc.get_ints("training.layers").size();
+    }
+    if (decoder < static_cast<std::size_t>(pp * v))
+      return sc.error("training.virtual_stages", fmt::format("{} stages x {} chunks but the model has {} layers: at least one layer per chunk", pp, v, decoder));
+    if (sc.get_size("training.moe_alltoall") != 0) return sc.error("training.moe_alltoall", "MoE all-to-all is a train_dp option");
+    if (sc.get_bool("training.tp_overlap") && !preset)
+      return sc.error("training.tp_overlap", "overlap pairs each collective with a transformer layer's linear layer: give a transformer preset "
+                                             "(gpt3-175b, llama2-70b), not custom layers");
+    if (sc.get_bool("training.tp_overlap") && tp == 1)
+      return sc.error("training.tp_overlap", "there are no tensor-parallel collectives to overlap: training.tensor_parallel is 1");
   } else if (kind == Step::dp) {
     if (ranks % tp != 0)
       return sc.error("training.tensor_parallel", fmt::format("tensor-parallel groups of {} do not divide {} ranks", tp, ranks));
@@ -91,8 +116,9 @@ Status check_training(const Scenario& sc, const Capabilities& caps, int ranks, S
     return sc.error("workload.channels", fmt::format("'{}' is not a channel count: auto, or a whole number from 1 to 64 (NCCL's "
                                                      "MAXCHANNELS)", sc.get_string("workload.channels")));
   const std::string alg = sc.get_string("workload.algorithm");
-  if (kind == Step::fsdp && alg != "auto" && alg != "ring")
-    return sc.error("workload.algorithm", fmt::format("FSDP's all-gathers and reduce-scatters run NCCL's ring; allowed: auto, ring (not '{}')", alg));
+  if ((kind == Step::fsdp || kind == Step::megatron) && alg != "auto" && alg != "ring")
+    return sc.error("workload.algorithm", fmt::format("{}'s all-gathers and reduce-scatters run NCCL's ring; allowed: auto, ring (not '{}')",
+                                                      kind == Step::fsdp ? "FSDP" : "Megatron-LM", alg));
   if (alg != "auto" && alg != "ring" && alg != "tree" && alg != "rhd")
     return sc.error("workload.algorithm", fmt::format("the gradient all-reduce has no algorithm '{}'; allowed: auto, ring, tree, rhd", alg));
   if (sc.is_set("workload.duration")) return sc.error("workload.duration", "training runs a number of steps: give workload.iterations");
@@ -125,6 +151,10 @@ std::vector<std::string> training_reads(Step kind) {
     case Step::fsdp:
       keys.insert(keys.end(), {"training.sharding", "workload.channels"});
       break;
+    case Step::megatron:
+      keys.insert(keys.end(), {"training.tensor_parallel", "training.pipeline_parallel", "training.virtual_stages", "training.tp_overlap", "training.microbatches",
+                               "training.activation", "training.moe_alltoall", "workload.channels"});
+      break;
   }
   return keys;
 }
@@ -156,6 +186,15 @@ void register_training(WorkloadRegistry& reg) {
   fsdp.run = run_fsdp;
   fsdp.reads = training_reads(Step::fsdp);
   reg.add(std::move(fsdp));
+  WorkloadInfo megatron;
+  megatron.name = "train_3d";
+  megatron.description =
+      "Megatron-LM 3D parallel training step: sequence-parallel tensor parallel x (interleaved) 1F1B pipeline x distributed-optimizer data parallel";
+  megatron.kind = WorkloadKind::training;
+  megatron.check = [](const Scenario& sc, const Capabilities& caps, int ranks) { return check_training(sc, caps, ranks, Step::megatron); };
+  megatron.run = run_3d;
+  megatron.reads = training_reads(Step::megatron);
+  reg.add(std::move(megatron));
 }
 
 }  // namespace rdmalab::workloads

@@ -32,7 +32,7 @@ Params read_params(const Scenario& sc) {
   // (The parallelism the measured layer must match is read here too: below.)
   p.tp = static_cast<int>(sc.get_int("training.tensor_parallel"));
   p.microbatches = static_cast<int>(sc.get_int("training.microbatches"));
-  const bool pipeline = sc.get_string("workload.type") == "train_pp";
+  const bool pipeline = sc.get_string("workload.type") == "train_pp" || sc.get_string("workload.type") == "train_3d";
   const MeasuredLayer* ml = p.gpu && p.sequence ? find_layer(p.model, p.gpu->name, p.precision, p.tp, micro_batch_sequences(p, pipeline)) : nullptr;
   if (sc.is_set("training.layer_time")) {
     p.layer_time = sc.get_time("training.layer_time");

@@ -103,5 +103,7 @@ void add_compute_figures(ResultRow& row, const Params& p, double flops_per_gpu);
 Status run_dp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows);
 Status run_pp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows);
 Status run_fsdp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows);
+// Megatron-LM's 3D parallel step (training_3d.cc).
+Status run_3d(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows);
 
 }  // namespace rdmalab::workloads::training_detail

@@ -234,6 +234,63 @@ TEST(TrainFsdp, ShardsArriveExactOnEveryBackend) {
   }
 }
 
+TEST(Train3d, InterleavingShrinksTheBubbleAsMegatronsSchedule) {
+  if (!usable("simgrid")) GTEST_SKIP() << "needs the SimGrid backend (simulated time)";
+  // Four stages, tiny activations on fast links: the idle share of the step is Megatron's
+  // (S - 1) / (v m + S - 1) with v chunks per stage, and the compute does not depend on v.
+  const int S = 4, m = 8;
+  double step_v1 = 0;
+  for (int v : {1, 2}) {
+    RunOutcome out = run("simgrid", {"fabric.nodes=4", "workload.type=train_3d", "training.model=custom",
+                                     "training.layers=[1000000,1000000,1000000,1000000,1000000,1000000,1000000,1000000]",
+                                     "training.batch=800", "training.gpu_flops=1e12", "training.microbatches=8",
+                                     "training.pipeline_parallel=4", "training.virtual_stages=" + std::to_string(v), "training.activation=8B",
+                                     "fabric.link.bandwidth=10Tbps", "fabric.link.latency=1ns", "fabric.model=alpha_beta", "workload.iterations=1"});
+    ASSERT_TRUE(out.status.is_ok()) << out.status.to_string();
+    const auto& r = out.rows[0];
+    EXPECT_EQ(r.errors, 0u);
+    // Two layers of 2 MFLOP per sample per stage, 100 samples per micro-batch, forward and
+    // backward (3x), 8 micro-batches, at 1 TFLOP/s.
+    EXPECT_NEAR(r.extra.at("compute_ms"), 2 * 2e6 * 100 * 3 * m / 1e12 * 1e3, 1e-6) << v;
+    const double ideal = static_cast<double>(S - 1) / (v * m + S - 1);
+    EXPECT_NEAR(r.extra.at("ideal_bubble_fraction"), ideal, 1e-12);
+    EXPECT_NEAR(r.extra.at("idle_ms") / r.extra.at("step_ms"), ideal, 0.01) << "v " << v;
+    if (v == 1) {
+      step_v1 = r.extra.at("step_ms");
+    } else {
+      EXPECT_LT(r.extra.at("step_ms"), step_v1);
+    }
+  }
+}
+
+TEST(Train3d, ActivationsGradientsAndShardsArriveExactOnEveryBackend) {
+  struct Layout {
+    int nodes, tp, pp, v;
+  };
+  for (const char* b : {"loopback", "simgrid", "verbs"}) {
+    if (!usable(b)) continue;
+    // Tensor x interleaved pipeline; pipeline x data parallel; and all three (not on the VM's 2 CPUs).
+    std::vector<Layout> layouts = {{4, 2, 2, 2}, {4, 1, 2, 1}};
+    if (std::string(b) != "verbs") layouts.push_back({8, 2, 2, 2});
+    for (const Layout& l : layouts)
+      for (const char* dt : {"fp32", "bf16"}) {
+        // Layer sizes that do not divide by the ranks: shards are padded.
+        RunOutcome out = run(b, {"fabric.nodes=" + std::to_string(l.nodes), "workload.type=train_3d", "training.model=custom",
+                                 "training.layers=[20000,50001,777,3000]", "training.batch=8", "training.gpu_flops=1e12",
+                                 "training.microbatches=4", "training.activation=10KB", "workload.chunk=16KiB",
+                                 "training.tensor_parallel=" + std::to_string(l.tp), "training.pipeline_parallel=" + std::to_string(l.pp),
+                                 "training.virtual_stages=" + std::to_string(l.v), std::string("workload.dtype=") + dt, "workload.iterations=2"});
+        const std::string what = fmt::format("{} {} tp {} pp {} v {}", b, dt, l.tp, l.pp, l.v);
+        ASSERT_TRUE(out.status.is_ok()) << what << ": " << out.status.to_string();
+        EXPECT_EQ(out.rows[0].errors, 0u) << what;
+        EXPECT_EQ(out.rows[0].notes.at("verify"), "on");
+        if (l.tp > 1) {
+          EXPECT_GT(out.rows[0].extra.at("tp_comm_ms"), 0) << what;
+        }
+      }
+  }
+}
+
 TEST(MeasuredThroughputs, EveryEntryIsPhysicallyPossibleAndNamesItsSource) {
   for (const auto& m : measured_throughputs()) {
     const ModelPreset* model = find_preset(m.model);
@@ -372,6 +429,20 @@ TEST(Training, BadParametersAreRefusedWithTheKey) {
       {{"workload.type=train_fsdp", "training.tensor_parallel=2"}, "training.tensor_parallel"},
       {{"workload.type=train_dp", "training.sharding=grad_op"}, "training.sharding"},
       {{"workload.type=train_fsdp", "training.sharding=zero3"}, "training.sharding"},
+      // Megatron-LM's layout: the parallel sizes divide the ranks, interleaving needs a pipeline and
+      // micro-batches in multiples of its stages, a chunk needs a layer, and the model is a transformer.
+      {{"workload.type=train_3d", "fabric.nodes=6", "training.model=llama2-70b", "training.tensor_parallel=2", "training.pipeline_parallel=2"},
+       "training.pipeline_parallel"},
+      {{"workload.type=train_3d", "fabric.nodes=4", "training.model=llama2-70b", "training.pipeline_parallel=1", "training.virtual_stages=2"},
+       "training.virtual_stages"},
+      {{"workload.type=train_3d", "fabric.nodes=4", "training.model=llama2-70b", "training.pipeline_parallel=4", "training.virtual_stages=2",
+        "training.microbatches=6"},
+       "training.microbatches"},
+      {{"workload.type=train_3d", "fabric.nodes=4", "training.model=custom", "training.layers=[10,20,30]", "training.pipeline_parallel=4"},
+       "training.virtual_stages"},
+      {{"workload.type=train_3d", "fabric.nodes=2", "training.model=resnet50"}, "training.model"},
+      {{"workload.type=train_3d", "fabric.nodes=2", "training.model=llama2-70b", "workload.algorithm=tree"}, "allowed: auto, ring"},
+      {{"workload.type=train_3d", "fabric.nodes=2", "training.model=llama2-70b", "training.bucket=4MB"}, "training.bucket"},
   };
   for (const auto& b : bad) {
     auto sc = parse_scenario("name: t\n", "t.yaml", b.sets, full_schema(all_backends()));

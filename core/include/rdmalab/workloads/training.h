@@ -2,6 +2,7 @@
 // and pipeline-parallel training, with compute modelled from FLOP counts. docs/training.md.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -19,6 +20,9 @@ struct ModelLayer {
   std::string name;
   std::uint64_t params = 0;
   double fwd_flops_per_sample = 0;
+  // A transformer decoder layer's four linear layers, in forward order: query/key/value, attention
+  // output, MLP up (with the gate), MLP down; their parameters (0: not a transformer layer).
+  std::array<std::uint64_t, 4> linear{};
 };
 
 struct ModelPreset {
