@@ -140,7 +140,7 @@ int cmd_validation(const std::vector<std::string>& args, const std::string& json
     }
     cases.push_back(*c);
   }
-  fmt::print("{:<5} {:<13} {:>11} {:>11} {:>7} {:>7}  {}\n", "case", "metric", "published", "predicted", "ratio", "within", "file");
+  fmt::print("{:<5} {:<21} {:>11} {:>11} {:>7} {:>7}  {}\n", "case", "metric", "published", "predicted", "ratio", "within", "file");
   nlohmann::json out = nlohmann::json::array();
   std::vector<double> errors;
   int outside = 0, failed = 0;
@@ -167,7 +167,7 @@ int cmd_validation(const std::vector<std::string>& args, const std::string& json
                         {"tolerance", c.tolerance}, {"hardware", c.hardware}, {"tool", c.tool},     {"source", c.source}};
     if (!got) {
       ++failed;
-      fmt::print("{:<5} {:<13} {:>11.6g} {:>11} {:>7} {:>7}  {}: {}\n", c.id, c.metric, c.published, "-", "-", "FAILED", c.path,
+      fmt::print("{:<5} {:<21} {:>11.6g} {:>11} {:>7} {:>7}  {}: {}\n", c.id, c.metric, c.published, "-", "-", "FAILED", c.path,
                  got.status().message());
       j["error"] = got.status().message();
     } else {
@@ -175,7 +175,7 @@ int cmd_validation(const std::vector<std::string>& args, const std::string& json
       const bool ok = std::abs(ratio - 1) <= c.tolerance + 1e-12;
       outside += !ok;
       errors.push_back(std::abs(ratio - 1));
-      fmt::print("{:<5} {:<13} {:>11.6g} {:>11.6g} {:>7.3f} {:>7}  {}\n", c.id, c.metric, c.published, *got, ratio,
+      fmt::print("{:<5} {:<21} {:>11.6g} {:>11.6g} {:>7.3f} {:>7}  {}\n", c.id, c.metric, c.published, *got, ratio,
                  ok ? fmt::format("±{:.0f}%", c.tolerance * 100) : "NO", c.path);
       j["predicted"] = *got;
       j["ratio"] = ratio;

@@ -18,8 +18,8 @@
 //  - the distributed optimizer (ZeRO-1): each chunk's gradients are reduce-scattered over the
 //    data-parallel group as soon as its last micro-batch's backward is done (overlap_grad_reduce),
 //    the optimizer updates this rank's shard (Adam: memory-bound), and the parameters are
-//    all-gathered again, each chunk's gather waited for before its first forward of the next step
-//    (overlap_param_gather).
+//    all-gathered again one chunk ahead of the next step's forwards, each waited for before its
+//    chunk's first forward (overlap_param_gather).
 #include <cstring>
 
 #include "training_step.h"
@@ -293,12 +293,20 @@ Status run_3d(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
         RDMALAB_TRY(load_gather(dp, dp_rank, ch.count, base, ch.shard_off));
         RDMALAB_TRY(load_scatter(dp, dp_rank, ch.count, base, ch.grad_off));
       }
-    // Every step starts as a steady-state one does: with the previous step's parameter
-    // all-gathers in flight (the first step too, so that one step is already steady).
-    if (it == 0 && dp > 1)
-      for (int c = 0; c < v; ++c) {
+    // The parameters' all-gathers run one chunk ahead, as Megatron's overlap_param_gather
+    // dispatches the next bucket's as the current one's forward begins: the first chunk's is
+    // launched after the optimizer, each next one at its predecessor's first forward. Every step
+    // starts as a steady-state one does, the first too: with the first chunk's in flight.
+    std::vector<bool> requested(static_cast<std::size_t>(v), false);
+    auto prefetch = [&](int c) -> Status {
+      if (dp == 1 || c >= v || requested[static_cast<std::size_t>(c)]) return Status::ok();
+      requested[static_cast<std::size_t>(c)] = true;
+      if (param_gather[static_cast<std::size_t>(c)] < 0) {
         RDMALAB_ASSIGN(param_gather[static_cast<std::size_t>(c)], eng.begin(chunks[static_cast<std::size_t>(c)].gather));
       }
+      return Status::ok();
+    };
+    if (it == 0) RDMALAB_TRY(prefetch(0));
     RDMALAB_TRY(env.boot.barrier());
     const double t0 = env.rt.now();
     double compute = 0, tp_time = 0;
@@ -307,6 +315,8 @@ Status run_3d(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
     auto forward = [&](int k) -> Status {
       const int c = chunk_of(k, S, v, true), i = microbatch_of(k, S, v), vs = c * S + s;
       const Chunk& ch = chunks[static_cast<std::size_t>(c)];
+      RDMALAB_TRY(prefetch(c));
+      RDMALAB_TRY(prefetch(c + 1));
       if (param_gather[static_cast<std::size_t>(c)] >= 0) {
         RDMALAB_TRY(eng.wait(param_gather[static_cast<std::size_t>(c)]));
         param_gather[static_cast<std::size_t>(c)] = -1;
@@ -366,14 +376,14 @@ Status run_3d(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
     }
     for (; b < N; ++b) RDMALAB_TRY(backward(b));
     // The last sends go out (the engine moves only while this rank waits or computes), the
-    // optimizer needs the reduced gradients; then the updated parameters are gathered, each
-    // chunk's waited for before its next forward.
+    // optimizer needs the reduced gradients; then the first chunk's parameters are gathered for
+    // the next step (after the last step: every chunk's, when they are to be checked).
     for (int id : sends) RDMALAB_TRY(eng.wait(id));
     for (int id : scatters) RDMALAB_TRY(eng.wait(id));
     RDMALAB_TRY(env.rt.compute(optimizer));
     compute += optimizer;
-    if (dp > 1)
-      for (int c = 0; c < v; ++c) {
+    if (dp > 1 && (!final_step || p.verify))
+      for (int c = 0; c < (final_step ? v : 1); ++c) {
         RDMALAB_ASSIGN(param_gather[static_cast<std::size_t>(c)], eng.begin(chunks[static_cast<std::size_t>(c)].gather));
       }
     const double t1 = env.rt.now();
