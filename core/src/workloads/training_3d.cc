@@ -276,10 +276,7 @@ Status run_3d(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
   auto seed_of = [&](int vstage, int mb, bool grad) { return stream_seed(p.seed, vstage, (grad ? 100000 : 0) + mb); };
   const int N = m * v;
   std::vector<int> param_gather(static_cast<std::size_t>(v), -1);
-  struct Step {
-    double step = 0, compute = 0, tp = 0;
-  };
-  std::vector<Step> timed;
+  std::vector<StepTimes> timed;
   if (env.rank == 0) {
     work_meter().reset();
     work_meter().plan_steps(p.warmup + p.steps);
@@ -399,17 +396,7 @@ Status run_3d(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
       RDMALAB_ASSIGN(std::uint64_t w2, check_gather(dp, ch.count, base, ch.full_off));
       wrong += w1 + w2;
     }
-  Step mean;
-  for (const auto& t : timed) {
-    mean.step += t.step / static_cast<double>(timed.size());
-    mean.compute += t.compute / static_cast<double>(timed.size());
-    mean.tp += t.tp / static_cast<double>(timed.size());
-  }
-  struct Report {
-    double step, compute, tp;
-    std::uint64_t wrong;
-  };
-  RDMALAB_ASSIGN(auto reports, allgather_value(env.boot, Report{mean.step, mean.compute, mean.tp, wrong}));
+  RDMALAB_ASSIGN(auto reports, gather_means(env, timed, wrong));
   RDMALAB_TRY(eng.drain());
   if (env.rank != 0) return Status::ok();
   ResultRow row;
@@ -421,8 +408,8 @@ Status run_3d(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
   for (const auto& r : reports) row.time_s = std::max(row.time_s, r.step);
   for (const auto& r : reports) {
     compute = std::max(compute, r.compute);
-    tp_exposed = std::max(tp_exposed, r.tp);
-    idle += (row.time_s - r.compute - r.tp) / static_cast<double>(reports.size());
+    tp_exposed = std::max(tp_exposed, r.comm);
+    idle += (row.time_s - r.compute - r.comm) / static_cast<double>(reports.size());
     row.errors += r.wrong;
   }
   const double tokens = static_cast<double>(p.batch) * dp;  // per step, all replicas

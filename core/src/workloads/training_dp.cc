@@ -94,10 +94,7 @@ Status run_dp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
     return eng.mem().write(eng.out(), 0, v.data(), v.size());
   };
 
-  struct Step {
-    double step = 0, compute = 0, comm = 0;
-  };
-  std::vector<Step> timed;
+  std::vector<StepTimes> timed;
   std::uint64_t wrong = 0;
   std::string last_timeline;
   if (env.rank == 0) {  // the progress line: steps, and within one the bytes rank 0 has sent
@@ -185,17 +182,7 @@ Status run_dp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
       for (std::uint64_t i = 0; i < grad_count; ++i) wrong += std::memcmp(want.data() + i * es, got.data() + i * es, es) != 0;
     }
   }
-  Step mean;
-  for (const auto& s : timed) {
-    mean.step += s.step / static_cast<double>(timed.size());
-    mean.compute += s.compute / static_cast<double>(timed.size());
-    mean.comm += s.comm / static_cast<double>(timed.size());
-  }
-  struct Report {
-    double step, compute, comm;
-    std::uint64_t wrong;
-  };
-  RDMALAB_ASSIGN(auto reports, allgather_value(env.boot, Report{mean.step, mean.compute, mean.comm, wrong}));
+  RDMALAB_ASSIGN(auto reports, gather_means(env, timed, wrong));
   RDMALAB_TRY(eng.drain());
   if (env.rank != 0) return Status::ok();
   ResultRow row;

@@ -145,10 +145,7 @@ Status run_fsdp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) 
     return wrong;
   };
 
-  struct Step {
-    double step = 0, compute = 0, comm = 0;
-  };
-  std::vector<Step> timed;
+  std::vector<StepTimes> timed;
   std::uint64_t wrong = 0;
   std::string last_timeline;
   if (env.rank == 0) {
@@ -230,17 +227,7 @@ Status run_fsdp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) 
       RDMALAB_ASSIGN(wrong, check());
     }
   }
-  Step mean;
-  for (const auto& s : timed) {
-    mean.step += s.step / static_cast<double>(timed.size());
-    mean.compute += s.compute / static_cast<double>(timed.size());
-    mean.comm += s.comm / static_cast<double>(timed.size());
-  }
-  struct Report {
-    double step, compute, comm;
-    std::uint64_t wrong;
-  };
-  RDMALAB_ASSIGN(auto reports, allgather_value(env.boot, Report{mean.step, mean.compute, mean.comm, wrong}));
+  RDMALAB_ASSIGN(auto reports, gather_means(env, timed, wrong));
   RDMALAB_TRY(eng.drain());
   if (env.rank != 0) return Status::ok();
   ResultRow row;

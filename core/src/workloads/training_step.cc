@@ -212,6 +212,17 @@ Status compute_overlapped(RankEnv& env, CollectiveEngine& eng, const Params& p, 
   return Status::ok();
 }
 
+Result<std::vector<RankReport>> gather_means(RankEnv& env, const std::vector<StepTimes>& timed, std::uint64_t wrong) {
+  RankReport mine;
+  mine.wrong = wrong;
+  for (const auto& t : timed) {
+    mine.step += t.step / static_cast<double>(timed.size());
+    mine.compute += t.compute / static_cast<double>(timed.size());
+    mine.comm += t.comm / static_cast<double>(timed.size());
+  }
+  return allgather_value(env.boot, mine);
+}
+
 std::string timeline_text(const std::vector<Phase>& phases) {
   std::string out;
   for (const auto& ph : phases) out += fmt::format("{}{} {:.6f} {:.6f}", out.empty() ? "" : ";", ph.name, ph.start * 1e3, ph.end * 1e3);

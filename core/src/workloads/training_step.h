@@ -88,6 +88,18 @@ Plan group_plan(Collective coll, Algorithm algo, const std::vector<int>& members
 // Adds the seconds a compute phase takes, progressing the engine between slices.
 Status compute_overlapped(RankEnv& env, CollectiveEngine& eng, const Params& p, double seconds, const std::function<void()>& after_slice = {});
 
+// One rank's timed steps: step, compute and communication seconds of each.
+struct StepTimes {
+  double step = 0, compute = 0, comm = 0;
+};
+// Every rank's mean over its timed steps, with the elements it found wrong (collective: every
+// rank calls it; each gets every rank's).
+struct RankReport {
+  double step = 0, compute = 0, comm = 0;
+  std::uint64_t wrong = 0;
+};
+Result<std::vector<RankReport>> gather_means(RankEnv& env, const std::vector<StepTimes>& timed, std::uint64_t wrong);
+
 // A step's timeline (rank 0's last timed step, for the dashboard): "name start end" in ms from
 // the step's start, ';' between phases. Names: forward, backward, bucket <i>, exposed.
 struct Phase {
