@@ -108,7 +108,7 @@ Status check_training(const Scenario& sc, const Capabilities& caps, int ranks, S
   } else if (kind == Step::dp) {
     if (ranks % tp != 0)
       return sc.error("training.tensor_parallel", fmt::format("tensor-parallel groups of {} do not divide {} ranks", tp, ranks));
-    if (sc.is_set("training.microbatches")) return sc.error("training.microbatches", "micro-batches are for train_pp");
+    if (sc.is_set("training.microbatches")) return sc.error("training.microbatches", "micro-batches are for train_pp and train_3d");
   }
   bool channels_ok = true;
   parse_channels(sc.get_string("workload.channels"), channels_ok);
