@@ -93,7 +93,7 @@ Status check_training(const Scenario& sc, const Capabilities& caps, int ranks, S
       return sc.error("training.microbatches", fmt::format("the interleaved schedule needs micro-batches in multiples of the {} stages (Megatron-LM's rule); {} is not", pp, m));
     std::size_t decoder = 0;
     if (preset) {
-      for (const auto& l : preset->layers) decoder += l.name != "embedding" && l.name != "lm_head";
+      decoder = static_cast<std::size_t>(std::count_if(preset->layers.begin(), preset->layers.end(), is_decoder_layer));
     } else {
       decoder = sc.get_ints("training.layers").size();
     }

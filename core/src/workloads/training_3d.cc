@@ -167,16 +167,7 @@ Status run_3d(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
   const bool has_prev = s > 0 || v > 1;
   if (has_next) plans.push_back(p2p(true, next, to_next, 0)), plans.push_back(p2p(false, next, from_next, 0));
   if (has_prev) plans.push_back(p2p(false, prev, from_prev, 0)), plans.push_back(p2p(true, prev, to_prev, 0));
-  EngineConfig cfg;
-  cfg.chunk = p.chunk;
-  cfg.slots = p.slots;
-  cfg.dtype = p.dtype;
-  cfg.op = ReduceOp::sum;
-  cfg.memory = p.memory;
-  cfg.phantom = p.phantom;
-  cfg.timeout = p.timeout;
-  cfg.what = "train_3d";
-  CollectiveEngine eng(env, cfg);
+  CollectiveEngine eng(env, reducing_engine(p, "train_3d"));
   RDMALAB_TRY(eng.setup(plans, in_off, out_off));
   std::uint64_t wrong = 0;
 
@@ -264,7 +255,7 @@ Status run_3d(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
   };
   for (auto& ch : chunks)
     for (std::size_t k : ch.layers) {
-      if (p.layers[k].name == "embedding" || p.layers[k].name == "lm_head") continue;
+      if (!is_decoder_layer(p.layers[k])) continue;
       ch.tp_fwd += tp_cost(p.layers[k], fwd_time(p, p.layers[k], mb_samples));
       ch.tp_bwd += tp_cost(p.layers[k], bwd_time(p, p.layers[k], mb_samples));
     }

@@ -67,16 +67,7 @@ Status run_dp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
     moe_plan = shift_plan(group_plan(Collective::all_to_all, Algorithm::pairwise, all, env.rank, moe_count, es, false, kChanMoe), 0, moe_off, 0);
     plans.push_back(moe_plan);
   }
-  EngineConfig cfg;
-  cfg.chunk = p.chunk;
-  cfg.slots = p.slots;
-  cfg.dtype = p.dtype;
-  cfg.op = ReduceOp::sum;
-  cfg.memory = p.memory;
-  cfg.phantom = p.phantom;
-  cfg.timeout = p.timeout;
-  cfg.what = "train_dp";
-  CollectiveEngine eng(env, cfg);
+  CollectiveEngine eng(env, reducing_engine(p, "train_dp"));
   RDMALAB_TRY(eng.setup(plans, 0, moe_off + moe_count * es));
 
   // Known gradients: the collectives' exact inputs (by position in the data-parallel group), so

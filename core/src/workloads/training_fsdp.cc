@@ -95,16 +95,7 @@ Status run_fsdp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) 
     plans.push_back(u.gather);
     plans.push_back(u.scatter);
   }
-  EngineConfig cfg;
-  cfg.chunk = p.chunk;
-  cfg.slots = p.slots;
-  cfg.dtype = p.dtype;
-  cfg.op = ReduceOp::sum;
-  cfg.memory = p.memory;
-  cfg.phantom = p.phantom;
-  cfg.timeout = p.timeout;
-  cfg.what = "train_fsdp";
-  CollectiveEngine eng(env, cfg);
+  CollectiveEngine eng(env, reducing_engine(p, "train_fsdp"));
   RDMALAB_TRY(eng.setup(plans, shard_bytes + full_bytes, full_bytes + shard_bytes));
 
   // Known values, so that the gathered parameters and the reduced gradients are checked exactly:

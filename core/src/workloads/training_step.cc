@@ -198,6 +198,19 @@ Plan group_plan(Collective coll, Algorithm algo, const std::vector<int>& members
   return to_group(std::move(plan), members, chan_base);
 }
 
+EngineConfig reducing_engine(const Params& p, const char* what) {
+  EngineConfig cfg;
+  cfg.chunk = p.chunk;
+  cfg.slots = p.slots;
+  cfg.dtype = p.dtype;
+  cfg.op = ReduceOp::sum;
+  cfg.memory = p.memory;
+  cfg.phantom = p.phantom;
+  cfg.timeout = p.timeout;
+  cfg.what = what;
+  return cfg;
+}
+
 // Adds the seconds a compute phase takes, progressing the engine between slices while anything
 // is in flight, so communication overlaps compute.
 Status compute_overlapped(RankEnv& env, CollectiveEngine& eng, const Params& p, double seconds, const std::function<void()>& after_slice) {

@@ -64,6 +64,9 @@ struct Params {
   std::uint64_t seed = 1;
 };
 
+// A transformer's decoder layer (or a custom layer): neither the embedding nor the output layer.
+inline bool is_decoder_layer(const ModelLayer& l) { return l.name != "embedding" && l.name != "lm_head"; }
+
 Params read_params(const Scenario& sc);
 // This rank's parameters: a straggler (training.stragglers) computes straggler_factor times slower.
 Params params_for_rank(const Scenario& sc, int rank);
@@ -85,6 +88,9 @@ Plan tuned_collective(RankEnv& env, const Params& p, Collective coll, const std:
 // A plan over a group of ranks.
 Plan group_plan(Collective coll, Algorithm algo, const std::vector<int>& members, int me, std::uint64_t count, std::size_t es, bool in_place,
                 int chan_base);
+// The engine of a training step whose collectives reduce (sums in workload.dtype): chunk, slots,
+// memory, payload and timeout from the scenario; `what` names the workload in messages.
+EngineConfig reducing_engine(const Params& p, const char* what);
 // Adds the seconds a compute phase takes, progressing the engine between slices.
 Status compute_overlapped(RankEnv& env, CollectiveEngine& eng, const Params& p, double seconds, const std::function<void()>& after_slice = {});
 
