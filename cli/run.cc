@@ -66,6 +66,7 @@ struct RunArgs {
   std::vector<std::string> sets;
   std::string json;
   std::string record;
+  std::string trace;
   std::string bootstrap;
   int rank = -1;
   int size = -1;
@@ -92,7 +93,7 @@ int cmd_run(RunArgs a) {
     print_problems(pre.message());
     return kExitUsage;
   }
-  for (const auto& [option, path] : {std::pair<const char*, const std::string&>{"--json", a.json}, {"--record", a.record}})
+  for (const auto& [option, path] : {std::pair<const char*, const std::string&>{"--json", a.json}, {"--record", a.record}, {"--trace", a.trace}})
     if (!path.empty()) {
       if (Status w = check_writable(path); !w) {
         fmt::print(stderr, "rdmalab: {}: {}\n", option, w.message());
@@ -103,8 +104,10 @@ int cmd_run(RunArgs a) {
         return kExitUsage;
       }
     }
-  if (!a.json.empty() && !a.record.empty() && same_file(a.json, a.record)) {
-    fmt::print(stderr, "rdmalab: --json and --record both name {}: one would overwrite the other; give them different files\n", a.json);
+  for (const auto& [one, other] : {std::pair<const std::string*, const std::string*>{&a.json, &a.record}, {&a.json, &a.trace}, {&a.record, &a.trace}}) {
+    if (one->empty() || other->empty() || !same_file(*one, *other)) continue;
+    auto opt = [&](const std::string* p) { return p == &a.json ? "--json" : p == &a.record ? "--record" : "--trace"; };
+    fmt::print(stderr, "rdmalab: {} and {} both name {}: one would overwrite the other; give them different files\n", opt(one), opt(other), *one);
     return kExitUsage;
   }
   if (!a.record.empty() && !(*backend)->can_record()) {
@@ -161,11 +164,17 @@ int cmd_run(RunArgs a) {
   note_unread_workload_keys(*sc);
   RunOptions options;
   options.record_path = a.record;
+  options.trace_path = a.trace;
   // Under mpirun with no --bootstrap, a backend that runs one rank per process takes its ranks
   // from MPI.
   bool mpi_env = false;
   for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"}) mpi_env = mpi_env || std::getenv(v) != nullptr;
   if (a.bootstrap.empty() && mpi_env && !(*backend)->hosts_all_ranks()) a.bootstrap = "mpi";
+  if (!a.record.empty() && !a.bootstrap.empty()) {
+    fmt::print(stderr, "rdmalab: --record: backend {} runs one rank per process here ({}): a record samples the ranks one rdmalab run "
+                       "forks, so run them from one `rdmalab run` on one machine\n", backend_name, a.bootstrap == "mpi" ? "mpirun" : "--bootstrap");
+    return kExitUsage;
+  }
   if (a.bootstrap == "mpi")
     options.placement = Placement{"mpi", -1, -1, ""};
   else if (!a.bootstrap.empty())
@@ -222,6 +231,7 @@ Command add_run(CLI::App& app) {
   run->add_option("--rank", a->rank, "this process's rank (with --bootstrap)");
   run->add_option("--size", a->size, "number of ranks (with --bootstrap)");
   run->add_option("--token", a->token, "run token every rank must share (with --bootstrap; or RDMALAB_TOKEN)");
+  run->add_option("--trace", a->trace, "write every rank's timeline (phases, compute, transfers, completions) as a Chrome/Perfetto trace to this file (docs/trace.md)");
   run->add_option("--record", a->record, "write the run's topology and throughput samples to this file (docs/record.md)");
   run->add_flag("--quiet", a->quiet, "print only the result table, no progress");
   run->add_flag("--progress", a->progress, "progress lines on stderr even when it is not a terminal (a line every 2 s)");

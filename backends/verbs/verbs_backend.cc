@@ -32,7 +32,10 @@
 #include <mutex>
 #include <thread>
 
+#include <sys/mman.h>
+
 #include "common/child_process.h"
+#include "verbs/verbs_monitor.h"
 #include "rdmalab/scenario.h"
 #include "rdmalab/run.h"
 #include "rdmalab/tcp_bootstrap.h"
@@ -158,6 +161,31 @@ std::string random_token() {
 }
 
 
+// The device port a local run uses, as its ranks will find it (for the record's counters).
+MonitoredPort monitored_port(const Scenario* sc) {
+  VerbsOptions o = read_options(sc);
+  MonitoredPort p;
+  auto s = open_device(o.device, o.port, o.gid_index);
+  if (!s) return p;
+  p.device = s->name;
+  p.port = s->port;
+  p.rate_Bps = port_gbps(s->port_attr) * 1e9 / 8;
+  ibv_close_device(s->ctx);
+  return p;
+}
+
+// Wall time between two samples of a recorded run: record.interval when the scenario sets it,
+// else 100 ms (the model's default of 10 us is simulated time, far below what sampling /proc and
+// sysfs costs).
+constexpr double kDefaultRecordInterval = 0.1;
+constexpr const char* kNoRecordPerProcess =
+    "--record on the verbs backend samples the ranks one rdmalab run forks on this machine; with one rank per process "
+    "(--bootstrap, mpirun) it cannot gather them yet: run the ranks from one `rdmalab run` (GPU memory needs one process per rank, "
+    "so such runs are traced with --trace instead)";
+double record_interval(const LaunchSpec& spec) {
+  return spec.scenario && spec.scenario->is_set("record.interval") ? spec.record_interval_s : kDefaultRecordInterval;
+}
+
 class VerbsBackend final : public Backend {
  public:
   Result<std::vector<DeviceInfo>> devices() const override {
@@ -225,15 +253,20 @@ class VerbsBackend final : public Backend {
     auto s = open_device(o.device, o.port, o.gid_index);
     if (!s) return sc.error(sc.is_set("verbs.device") ? "verbs.device" : "backend", s.status().message());
     ibv_close_device(s->ctx);
+    if (sc.is_set("record.interval") && sc.get_time("record.interval") < 1e-3)
+      return sc.error("record.interval", "a verbs run is sampled in wall-clock time, from /proc and sysfs: at least 1ms (unset: 100ms)");
     return Status::ok();
   }
   bool hosts_all_ranks() const override { return false; }
+  // Runs whose ranks this process forks (not --bootstrap or mpirun, where each process is one rank).
+  bool can_record() const override { return true; }
 
   // Local ranks are child processes, killed on a stop request; one rank per process (--bootstrap,
   // mpirun) is stopped by its launcher's signal.
   bool can_cancel() const override { return true; }
 
   Status launch(const LaunchSpec& spec, const RankMain& main) override {
+    if (!spec.placement.rendezvous.empty() && !spec.record_path.empty()) return Status(Errc::not_supported, kNoRecordPerProcess);
     if (spec.placement.rendezvous == "mpi") {
       // One rank of a run started by mpirun: MPI gives the rank, the size and the allgather.
       RDMALAB_ASSIGN(auto boot, verbs::MpiBootstrap::init());
@@ -278,10 +311,27 @@ class VerbsBackend final : public Backend {
     bo.token = random_token();
     RDMALAB_ASSIGN(auto hub, TcpBootstrap::listen(bo));  // bound before forking: children connect to it
     const int port = hub->port();
+    // A recorded run: each rank's completion meter lives in memory shared with this process,
+    // whose monitor thread samples it (verbs_monitor.h).
+    std::atomic<std::uint64_t>* meters = nullptr;
+    const std::size_t meters_len = sizeof(std::atomic<std::uint64_t>) * static_cast<std::size_t>(spec.ranks);
+    if (!spec.record_path.empty()) {
+      void* p = ::mmap(nullptr, meters_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) return from_errno(errno, "mmap (the record's completion meters)");
+      meters = new (p) std::atomic<std::uint64_t>[static_cast<std::size_t>(spec.ranks)]();
+    }
+    struct Unmap {
+      void* p;
+      std::size_t len;
+      ~Unmap() {
+        if (p) ::munmap(p, len);
+      }
+    } unmap{meters, meters_len};
     std::vector<std::pair<pid_t, int>> children;
     for (int r = 0; r < spec.ranks; ++r) {
       auto child = fork_child([&, r] {
         ChildOutcome out;
+        if (meters) set_completion_meter(&meters[r]);
         if (r == 0) {
           out.status = hub->connect();
           if (out.status) out.status = run_rank(spec, main, *hub);
@@ -300,6 +350,16 @@ class VerbsBackend final : public Backend {
       children.push_back(*child);
     }
     hub.reset();  // the parent's copy of the listening socket
+    std::unique_ptr<RunMonitor> monitor;
+    Status monitor_status;
+    if (meters) {
+      std::vector<pid_t> pids;
+      for (const auto& c : children) pids.push_back(c.first);
+      auto m = RunMonitor::start(spec.record_path, spec.scenario ? spec.scenario->file : std::string(), monitored_port(spec.scenario),
+                                 std::move(pids), meters, record_interval(spec));
+      if (m) monitor = std::move(m).value();
+      else monitor_status = m.status();  // the ranks run on; the run reports it
+    }
     std::vector<Status> results;
     for (int r = 0; r < spec.ranks; ++r) {
       auto [pid, fd] = children[static_cast<std::size_t>(r)];
@@ -307,6 +367,8 @@ class VerbsBackend final : public Backend {
       if (spec.import_state && !out.state.empty()) spec.import_state(out.state);
       results.push_back(out.status);
     }
+    if (monitor) monitor_status = monitor->stop();
+    if (!monitor_status) results.push_back(monitor_status.with_context("--record"));
     return first_failure(results);
   }
 };

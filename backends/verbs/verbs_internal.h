@@ -4,6 +4,7 @@
 
 #include <infiniband/verbs.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -65,6 +66,11 @@ enum class WaitMode { poll, event };
 // The contract's Device over an opened one (verbs_objects.cc); it closes the context.
 // `boot` is for peer-health checks while waiting; `gpu_path` is workload.gpu_path.
 std::unique_ptr<Device> make_device(Selected s, int rank, WaitMode mode, Capabilities caps, Bootstrap* boot, std::string gpu_path);
+
+// A recorded run (--record): every send-queue request this process's ranks posted that completes
+// successfully adds its payload bytes here (writes, sends, reads, atomics; a signaled completion
+// retires the unsignaled requests before it, as verbs does). Null: nothing counted.
+void set_completion_meter(std::atomic<std::uint64_t>* bytes);
 
 // GPU memory registered in workload.gpu_path's order (verbs_gpu.cc); `taken` says how.
 Result<ibv_mr*> register_gpu(ibv_pd* pd, void* addr, std::uint64_t length, int access, const std::string& path, std::string& taken);

@@ -34,6 +34,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+std::atomic<std::uint64_t>* completion_meter = nullptr;  // set_completion_meter
+
 // ------------------------------------------------------------------------------------------
 // Objects
 
@@ -119,10 +121,18 @@ class VerbsQp final : public QueuePair {
   // the wrapper can enforce the queue depths exactly (providers accept more than they report)
   // and free send slots the verbs way: a polled completion frees its slot and every unsignaled
   // one before it. Returns the caller's wr_id.
-  std::uint64_t complete(std::uint64_t internal_id) {
+  // A successful send completion (`ok`) adds the bytes it retires to the completion meter.
+  std::uint64_t complete(std::uint64_t internal_id, bool ok) {
     if (internal_id & kSendBit) {
       std::uint64_t seq = internal_id & ~kSendBit;
       sq_retired_ = std::max(sq_retired_, seq + 1);
+      if (ok && completion_meter) {
+        const std::uint64_t upto = sq_cum_[seq % sq_cum_.size()];
+        if (upto > sq_bytes_done_) {
+          completion_meter->fetch_add(upto - sq_bytes_done_, std::memory_order_relaxed);
+          sq_bytes_done_ = upto;
+        }
+      }
       return sq_ids_[seq % sq_ids_.size()];
     }
     rq_retired_ = std::max(rq_retired_, internal_id + 1);
@@ -146,6 +156,10 @@ class VerbsQp final : public QueuePair {
   static constexpr std::uint64_t kSendBit = 1ull << 63;
   std::vector<std::uint64_t> sq_ids_, rq_ids_;  // caller's wr_id by sequence number
   std::uint64_t sq_posted_ = 0, sq_retired_ = 0, rq_posted_ = 0, rq_retired_ = 0;
+  // Payload bytes posted up to and including each send sequence number (its slot), and those
+  // counted as completed: the completion meter's bookkeeping.
+  std::vector<std::uint64_t> sq_cum_;
+  std::uint64_t sq_bytes_posted_ = 0, sq_bytes_done_ = 0;
 };
 
 class VerbsPd final : public ProtectionDomain {
@@ -214,7 +228,7 @@ class VerbsDevice final : public Device {
   void add_qp(std::uint32_t qpn, VerbsQp* qp) { qps_[qpn] = qp; }
   void remove_qp(std::uint32_t qpn) { qps_.erase(qpn); }
   void qp_failed(std::uint32_t qpn);
-  std::uint64_t complete(std::uint32_t qpn, std::uint64_t internal_id);
+  std::uint64_t complete(std::uint32_t qpn, std::uint64_t internal_id, bool ok);
   const Selected& sel() const { return s_; }
   int rank() const { return rank_; }
   Bootstrap* boot = nullptr;  // for peer-health checks while waiting
@@ -235,9 +249,9 @@ void VerbsDevice::qp_failed(std::uint32_t qpn) {
   if (it != qps_.end()) it->second->mark_error();
 }
 
-std::uint64_t VerbsDevice::complete(std::uint32_t qpn, std::uint64_t internal_id) {
+std::uint64_t VerbsDevice::complete(std::uint32_t qpn, std::uint64_t internal_id, bool ok) {
   auto it = qps_.find(qpn);
-  return it == qps_.end() ? internal_id : it->second->complete(internal_id);
+  return it == qps_.end() ? internal_id : it->second->complete(internal_id, ok);
 }
 
 VerbsCq::~VerbsCq() {
@@ -246,7 +260,8 @@ VerbsCq::~VerbsCq() {
 }
 
 VerbsQp::VerbsQp(VerbsDevice& dev, ibv_qp* qp, QpCaps caps)
-    : dev_(dev), qp_(qp), caps_(caps), sq_ids_(std::max<std::uint32_t>(caps.max_send_wr, 1)), rq_ids_(std::max<std::uint32_t>(caps.max_recv_wr, 1)) {
+    : dev_(dev), qp_(qp), caps_(caps), sq_ids_(std::max<std::uint32_t>(caps.max_send_wr, 1)), rq_ids_(std::max<std::uint32_t>(caps.max_recv_wr, 1)),
+      sq_cum_(sq_ids_.size()) {
   dev_.add_qp(qp_->qp_num, this);
 }
 VerbsQp::~VerbsQp() {
@@ -274,7 +289,7 @@ Result<std::size_t> VerbsCq::poll(std::span<Completion> out) {
       c.has_imm = (wc[i].wc_flags & IBV_WC_WITH_IMM) != 0;
       c.imm = c.has_imm ? ntohl(wc[i].imm_data) : 0;
       c.qp_num = wc[i].qp_num;
-      c.wr_id = dev_.complete(c.qp_num, wc[i].wr_id);
+      c.wr_id = dev_.complete(c.qp_num, wc[i].wr_id, wc[i].status == IBV_WC_SUCCESS);
       if (c.status != WcStatus::success) {
         dev_.qp_failed(c.qp_num);
         dev_.drain_async_events(true);  // an error may come with a CQ or QP event
@@ -426,6 +441,7 @@ Status VerbsQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index) {
   ibv_send_wr* v = wrs.size() > v_small.size() ? v_big.data() : v_small.data();
   ibv_sge* sges = total_sge > s_small.size() ? s_big.data() : s_small.data();
   std::size_t nsge = 0;
+  std::uint64_t cum = sq_bytes_posted_;
   // Request i is refused: the ones before it are posted, as ibv_post_send does with a bad request
   // in a list (and with ENOMEM when the queue is full).
   auto refuse_at = [&](std::size_t i, Errc code, const std::string& why) {
@@ -447,6 +463,8 @@ Status VerbsQp::post_send(std::span<const SendWr> wrs, std::size_t* bad_index) {
     ibv_send_wr& r = v[i];
     r = ibv_send_wr{};
     sq_ids_[(sq_posted_ + i) % sq_ids_.size()] = w.wr_id;
+    cum += len;
+    sq_cum_[(sq_posted_ + i) % sq_cum_.size()] = cum;
     r.wr_id = kSendBit | (sq_posted_ + i);
     r.sg_list = sges + nsge;
     r.num_sge = static_cast<int>(w.sg_list.size());
@@ -484,6 +502,7 @@ Status VerbsQp::post_prepared(ibv_send_wr* v, std::size_t count) {
   int rc = ibv_post_send(qp_, v, &bad);
   std::size_t accepted = rc && bad ? static_cast<std::size_t>(bad - v) : (rc ? 0 : count);
   sq_posted_ += accepted;
+  if (accepted) sq_bytes_posted_ = sq_cum_[(sq_posted_ - 1) % sq_cum_.size()];
   if (rc) return from_errno(rc, fmt::format("QP {:#x}: ibv_post_send (request {} of the list)", qp_->qp_num, accepted));
   return Status::ok();
 }
@@ -585,6 +604,8 @@ Result<std::unique_ptr<QueuePair>> VerbsPd::create_qp(CompletionQueue& send_cq, 
 }
 
 }  // namespace
+
+void set_completion_meter(std::atomic<std::uint64_t>* bytes) { completion_meter = bytes; }
 
 std::unique_ptr<Device> make_device(Selected s, int rank, WaitMode mode, Capabilities caps, Bootstrap* boot, std::string gpu_path) {
   auto dev = std::make_unique<VerbsDevice>(std::move(s), rank, mode, caps);

@@ -84,11 +84,26 @@ void RecordWriter::route(const Route& r) {
   out_ << json{{"type", "route"}, {"src", r.src}, {"dst", r.dst}, {"links", r.links}}.dump() << '\n';
 }
 
+void RecordWriter::monitor(const Monitor& m) {
+  out_ << json{{"type", "monitor"}, {"port", m.port}, {"counters", m.counters}, {"gpu", m.gpu}}.dump() << '\n';
+}
+
 void RecordWriter::sample(const Sample& s) {
   json util = json::array();
   for (const auto& [i, u] : s.link_util) util.push_back({i, u});
   json j{{"type", "sample"}, {"t", s.t}, {"link_util", util}, {"rank_tx_Bps", s.rank_tx_Bps}};
   if (!s.flows.empty()) j["flows"] = s.flows;
+  if (!s.rank_cpu.empty()) j["rank_cpu"] = s.rank_cpu;
+  if (!s.port.empty()) {
+    json port = json::object();
+    for (const auto& [name, rate] : s.port) port[name] = rate;
+    j["port"] = port;
+  }
+  if (!s.gpu.empty()) {
+    json gpus = json::array();
+    for (const auto& g : s.gpu) gpus.push_back({{"index", g.index}, {"util", g.util}, {"mem_used", g.mem_used}, {"mem_total", g.mem_total}});
+    j["gpu"] = gpus;
+  }
   out_ << j.dump() << '\n';
   // A reader may follow the file while it grows (the dashboard's live view): hand it over to
   // the OS about ten times a second of wall time, not after every sample.
@@ -184,6 +199,12 @@ Status apply_line(Record& r, bool& header, const std::string& line, const std::s
       }
       s.rank_tx_Bps = j.at("rank_tx_Bps").get<std::vector<double>>();
       s.flows = j.value("flows", std::vector<int>{});
+      s.rank_cpu = j.value("rank_cpu", std::vector<double>{});
+      if (j.contains("port"))
+        for (const auto& [name, rate] : j.at("port").items()) s.port.emplace_back(name, rate.get<double>());
+      if (j.contains("gpu"))
+        for (const auto& g : j.at("gpu"))
+          s.gpu.push_back({g.at("index").get<int>(), g.at("util").get<double>(), g.at("mem_used").get<std::uint64_t>(), g.at("mem_total").get<std::uint64_t>()});
       for (int f : s.flows)
         if (f < 0 || f >= static_cast<int>(r.routes.size()))
           return Status(Errc::invalid_argument,
@@ -196,6 +217,8 @@ Status apply_line(Record& r, bool& header, const std::string& line, const std::s
         if (l < 0 || l >= nl)
           return Status(Errc::invalid_argument, fmt::format("{}:{}: route crosses link {}, but the topology has {} links", path, lineno, l, nl));
       r.routes.push_back(std::move(rt));
+    } else if (type == "monitor") {
+      r.monitor = {j.value("port", ""), j.value("counters", ""), j.value("gpu", "")};
     } else if (type == "rows") {
       r.rows = rows_from_json(j.at("rows").dump());
     } else if (type == "end") {

@@ -17,6 +17,8 @@
 #include "rdmalab/progress.h"
 #include "rdmalab/record.h"
 #include "rdmalab/staging.h"
+#include "rdmalab/trace.h"
+#include "rdmalab/bootstrap.h"
 #include "rdmalab/units.h"
 #include "rdmalab/workloads/collectives.h"
 #include "rdmalab/workloads/common.h"
@@ -215,6 +217,20 @@ NodeShape scenario_node_shape(const Scenario* sc, int ranks) {
 
 namespace {
 
+// Every rank's string, comma-joined in rank order (empty ones left out): two allgathers, the
+// lengths and then the bytes padded to the longest.
+Result<std::string> gather_to_all(Bootstrap& boot, const std::string& mine) {
+  RDMALAB_ASSIGN(auto lens, allgather_value<std::uint64_t>(boot, static_cast<std::uint64_t>(mine.size())));
+  const std::uint64_t most = *std::max_element(lens.begin(), lens.end());
+  std::vector<std::byte> padded(most);
+  std::memcpy(padded.data(), mine.data(), mine.size());
+  RDMALAB_ASSIGN(auto all, boot.allgather(padded));
+  std::string out;
+  for (std::size_t r = 0; r < lens.size(); ++r)
+    if (lens[r]) out += (out.empty() ? "" : ",") + std::string(reinterpret_cast<const char*>(all.data()) + r * most, lens[r]);
+  return out;
+}
+
 // Whether a rank's device gets the staged GPU path's layer (staging.h): GPU memory on a backend
 // with real hardware when workload.gpu_path is staged, or auto (then only when the backend
 // refuses GPUDirect RDMA). A model (SimGrid) runs the path in its own model instead.
@@ -271,20 +287,54 @@ RunOutcome run_scenario(const Scenario& sc, Backend& backend, const RunOptions& 
   spec.progress = options.progress;
   spec.cancel = options.cancel;
   spec.placement = options.placement;
-  spec.export_state = [&] { return rows_to_json(out.rows); };
+  // --trace: each rank's events (trace.h), gathered here: comma-joined fragments of the file.
+  std::string trace_events;
+  bool trace_owner = options.placement.rendezvous.empty();  // one rank per process: rank 0's writes it
+  // A forked child's state: its rows, then (after a NUL, which JSON never holds) its ranks' events.
+  spec.export_state = [&] { return rows_to_json(out.rows) + std::string(1, '\0') + trace_events; };
   // Backends with a process per rank import every rank's state: rows accumulate.
   spec.import_state = [&](const std::string& bytes) {
-    for (auto& r : rows_from_json(bytes)) out.rows.push_back(std::move(r));
+    const auto nul = bytes.find('\0');
+    for (auto& r : rows_from_json(bytes.substr(0, nul))) out.rows.push_back(std::move(r));
+    if (nul != std::string::npos && nul + 1 < bytes.size()) {
+      std::lock_guard<std::mutex> lock(mu);
+      trace_events += (trace_events.empty() ? "" : ",") + bytes.substr(nul + 1);
+    }
   };
-  out.status = backend.launch(spec, [&](RankEnv& env) -> Status {
+  out.status = backend.launch(spec, [&](RankEnv& base) -> Status {
     std::vector<ResultRow> rows;
     Status st;
-    if (auto staging = staging_for(sc, env.dev.caps(), options)) {
-      std::unique_ptr<Device> dev = make_staging_device(env.dev, *staging);
-      RankEnv staged{env.rank, env.size, env.boot, env.rt, *dev, env.mem};
-      st = w->run(staged, sc, rows);
-    } else {
-      st = w->run(env, sc, rows);
+    std::unique_ptr<RankTrace> trace;
+    std::unique_ptr<TracingRuntime> traced_rt;
+    std::unique_ptr<RankEnv> traced;
+    if (!options.trace_path.empty()) {
+      trace = std::make_unique<RankTrace>(base.rank, base.rt);
+      traced_rt = std::make_unique<TracingRuntime>(base.rt, *trace);
+      traced.reset(new RankEnv{base.rank, base.size, base.boot, *traced_rt, base.dev, base.mem, base.shape, trace.get()});
+    }
+    RankEnv& env = traced ? *traced : base;
+    {
+      TraceScope whole(env.trace, "workload", w->name);
+      if (auto staging = staging_for(sc, env.dev.caps(), options)) {
+        std::unique_ptr<Device> dev = make_staging_device(env.dev, *staging);
+        RankEnv staged{env.rank, env.size, env.boot, env.rt, *dev, env.mem, env.shape, env.trace};
+        st = w->run(staged, sc, rows);
+      } else {
+        st = w->run(env, sc, rows);
+      }
+    }
+    if (trace) {
+      std::string mine = trace->events_json();
+      if (!options.placement.rendezvous.empty() && st) {
+        // One rank per process: rank 0 gathers every rank's events through the bootstrap.
+        auto gathered = gather_to_all(env.boot, mine);
+        if (!gathered) st = gathered.status().with_context("--trace: gathering the ranks' events");
+        else if (env.rank == 0) mine = *gathered;
+        else mine.clear();
+        if (env.rank == 0) trace_owner = true;
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      if (!mine.empty()) trace_events += (trace_events.empty() ? "" : ",") + mine;
     }
     if (env.rank == 0 && !rows.empty()) {
       std::lock_guard<std::mutex> lock(mu);
@@ -313,6 +363,12 @@ RunOutcome run_scenario(const Scenario& sc, Backend& backend, const RunOptions& 
       std::remove(record_tmp.c_str());
       if (out.status) out.status = rs;
     }
+  }
+  if (!options.trace_path.empty() && trace_owner) {
+    // Written whatever the outcome: a failed run's timeline shows where it stopped.
+    const std::string clock = backend.capabilities().models_time ? "simulated seconds" : "wall-clock seconds since each rank started";
+    Status ts = write_file_atomically(options.trace_path, trace_file_json({trace_events}, backend.name(), sc.file, clock));
+    if (!ts && out.status) out.status = ts.with_context("--trace");
   }
   if (out.status && out.errors > 0)
     out.status = Status(Errc::data, fmt::format("{} wrong bytes or failed checks in the delivered data", out.errors));

@@ -15,6 +15,8 @@
 
 namespace rdmalab {
 
+class RankTrace;
+
 struct Scenario;
 class Schema;
 class MetricsSink;
@@ -58,6 +60,7 @@ struct RankEnv {
   Device& dev;
   MemoryProvider& mem;
   NodeShape shape{};
+  RankTrace* trace = nullptr;  // --trace: this rank's timeline (trace.h); null when not traced
 };
 
 // The provider a rank allocates `kind` memory from: the modelled GPU memory on a backend that

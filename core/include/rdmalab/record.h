@@ -41,11 +41,31 @@ struct Topology {
   std::vector<TopoLink> links;
 };
 
+// One GPU's state in a sample of a real run (NVML).
+struct GpuSample {
+  int index = 0;                 // NVML's device index
+  double util = 0;               // fraction of the interval a kernel ran (nvmlDeviceGetUtilizationRates)
+  std::uint64_t mem_used = 0;    // bytes of device memory in use
+  std::uint64_t mem_total = 0;
+};
+
 struct Sample {
   double t = 0;                                 // seconds (simulated on simgrid)
   std::vector<std::pair<int, double>> link_util;  // (link index, used / capacity), links in use only
   std::vector<double> rank_tx_Bps;              // bytes/s each rank sent over the last interval
   std::vector<int> flows;                       // routes (Record::routes) with a transfer in flight now
+  // Real runs only (verbs; empty on the model):
+  std::vector<double> rank_cpu;                 // each rank process's CPU time over the interval, in cores
+  std::vector<std::pair<std::string, double>> port;  // the device port's counters that moved: per second
+  std::vector<GpuSample> gpu;                   // every GPU NVML sees
+};
+
+// What a real run's samples watch (a "monitor" line): the device port whose counters are read,
+// and the GPUs, or why not.
+struct Monitor {
+  std::string port;      // "rxe0:1"; empty when the run reads no port counters
+  std::string counters;  // where they are read (sysfs folders)
+  std::string gpu;       // "NVML: N GPUs", or why GPUs are not sampled
 };
 
 // The links a transfer from one rank to another crosses (topology link indices, in order).
@@ -61,6 +81,7 @@ struct Record {
   Topology topology;
   std::vector<Route> routes;  // numbered in order of appearance; samples name them
   std::vector<Sample> samples;
+  Monitor monitor;            // real runs; empty on the model
   std::vector<ResultRow> rows;
   std::string status;  // ok | failed | "" when the run did not finish
 };
@@ -74,6 +95,7 @@ class RecordWriter {
   void topology(const Topology& t);
   // A route gets the next number (0, 1, …); write it before the first sample that names it.
   void route(const Route& r);
+  void monitor(const Monitor& m);
   void sample(const Sample& s);
   void rows(const std::vector<ResultRow>& rows);
   void end(const std::string& status);

@@ -62,6 +62,10 @@ struct RunOptions {
   // name next to record_path (files.h). Either way it is created exclusively and takes
   // record_path's name only once the run's outcome is written.
   std::string record_temp_path;
+  // --trace FILE: every rank's timeline as Chrome trace events (trace.h, docs/trace.md), written
+  // next to it and renamed once complete. With one rank per process (--bootstrap, mpirun) the
+  // ranks send theirs to rank 0, whose process writes the file.
+  std::string trace_path;
   bool progress = false;    // progress on stderr for long runs
   Placement placement;      // this process's rank in a multi-process run (verbs)
   // Set to true from another thread to stop the run (backends whose can_cancel() is true);

@@ -19,6 +19,7 @@
 #include "rdmalab/workloads/common.h"
 #include "rdmalab/workloads/tuning.h"
 #include "engine.h"
+#include "rdmalab/trace.h"
 
 namespace rdmalab::workloads {
 namespace {
@@ -228,6 +229,10 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
     s.out_of_place = std::move(t.plan);
     r.in_place = true;
     if (p.in_place) s.in_place = tuned_plan(r, env.shape).plan;
+    const std::string label = fmt::format("{} {}, {} {}", collective_name(coll), units::format_size(s.bytes), algorithm_name(s.algo),
+                                          protocol_name(s.choice.proto));
+    s.out_of_place.label = label;
+    s.in_place.label = label + ", in place";
     all.push_back(s.out_of_place);
     if (p.in_place) all.push_back(s.in_place);
     sizes.push_back(std::move(s));
@@ -334,10 +339,17 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
         if (base > 0) RDMALAB_TRY(env.rt.compute(base));
         return eng.execute(plan);
       };
-      for (std::uint64_t i = 0; i < p.warmup; ++i) RDMALAB_TRY(once());
+      TraceScope size_span(env.trace, "workload", fmt::format("{} {}{}", collective_name(coll), units::format_size(s.bytes), in_place ? ", in place" : ""));
+      {
+        TraceScope warm(env.trace, "phase", "warm-up");
+        for (std::uint64_t i = 0; i < p.warmup; ++i) RDMALAB_TRY(once());
+      }
       RDMALAB_TRY(env.boot.barrier());
       const double t0 = env.rt.now();
-      for (std::uint64_t i = 0; i < p.iterations; ++i) RDMALAB_TRY(once());
+      {
+        TraceScope timed(env.trace, "phase", "timed");
+        for (std::uint64_t i = 0; i < p.iterations; ++i) RDMALAB_TRY(once());
+      }
       const double t = (env.rt.now() - t0) / static_cast<double>(p.iterations);
       // The check run: fresh inputs, one more execution, every element compared.
       std::uint64_t wrong = 0;

@@ -2,6 +2,8 @@
 // back, chunk by chunk; several plans in flight at once. engine.h and docs/collectives.md.
 #include "engine.h"
 
+#include "rdmalab/trace.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -75,6 +77,7 @@ struct CollectiveEngine::Conn {
   std::deque<std::pair<int, int>> send_q, recv_q;  // (execution, op)
   std::uint64_t send_chunk = 0, recv_chunk = 0;
   bool same_node = false;  // the peer is on this rank's node (NodeShape): the protocol's intra-node step latency
+  std::deque<std::pair<double, std::uint64_t>> posted;  // --trace: (time, bytes) of each data chunk in flight, in order
 };
 
 struct CollectiveEngine::Exec {
@@ -83,6 +86,7 @@ struct CollectiveEngine::Exec {
   std::vector<std::uint64_t> sent_done;  // chunks completed per send op
   std::vector<int> prev_in_chan;         // for SendOp::serial
   std::uint64_t sends_to_issue = 0, sends_outstanding = 0, recv_chunks_left = 0;
+  double t_begin = 0;  // --trace
   bool finished() const { return sends_to_issue == 0 && sends_outstanding == 0 && recv_chunks_left == 0; }
 };
 
@@ -280,6 +284,7 @@ Result<int> CollectiveEngine::begin(Plan plan) {
     e->recv_chunks_left += nchunks(r.len, chunk_of(plan));
   }
   e->plan = std::move(plan);
+  if (env_.trace) e->t_begin = env_.trace->now();
   execs_[id] = std::move(e);
   // Whatever can leave now does (a pipeline stage's send goes out before its next compute).
   RDMALAB_TRY(progress(false));
@@ -318,6 +323,7 @@ Status CollectiveEngine::issue(bool& progressed) {
       wr.model_host_jitter = false;  // NCCL's step latency is an average: it holds the host's noise
       RDMALAB_TRY(c.qp->post_send(std::span<const SendWr>(&wr, 1)));
       if (env_.rank == 0) work_meter().sent(len);
+      if (env_.trace) c.posted.emplace_back(env_.trace->now(), len);
       c.send_seq++;
       c.credits--;
       c.sq_out++;
@@ -348,6 +354,7 @@ Status CollectiveEngine::process(bool& progressed) {
       const std::uint64_t off = c.recv_chunk * chunk;
       const std::uint64_t len = std::min(chunk, r.len - off);
       const std::uint64_t slot = c.stage_off + (c.recv_seq % c.slots_in) * c.slot_bytes_in;
+      TraceScope step(env_.trace, "step", fmt::format("{} from rank {}", r.reduce ? "reduce" : "copy", c.peer));
       RDMALAB_TRY(stage_mr_->sync_from_nic(slot, len));  // staged memory: the NIC wrote a host copy
       if (r.reduce)
         RDMALAB_TRY(mem_->reduce(buf(r.dst.buf), r.dst.off + off, buf(r.operand.buf), r.operand.off + off, stage_, slot,
@@ -405,6 +412,11 @@ Status CollectiveEngine::handle(std::size_t n) {
         if (it == execs_.end()) return Status(Errc::internal, fmt::format("rank {}: completion of a finished plan", env_.rank));
         it->second->sends_outstanding--;
         it->second->sent_done[op]++;
+        if (env_.trace && !c.posted.empty()) {
+          env_.trace->span("transfer", fmt::format("chunk to rank {}", c.peer), c.posted.front().first,
+                           fmt::format(R"({{"bytes":{},"channel":{}}})", c.posted.front().second, c.chan));
+          c.posted.pop_front();
+        }
       }
     }
   }
@@ -420,8 +432,14 @@ Status CollectiveEngine::progress(bool block) {
     progressed = true;
     RDMALAB_TRY(handle(n));
   }
-  for (auto it = execs_.begin(); it != execs_.end();)
-    it = it->second->finished() ? execs_.erase(it) : std::next(it);
+  for (auto it = execs_.begin(); it != execs_.end();) {
+    if (!it->second->finished()) {
+      ++it;
+      continue;
+    }
+    if (env_.trace) env_.trace->span("collective", it->second->plan.label.empty() ? cfg_.what : it->second->plan.label, it->second->t_begin);
+    it = execs_.erase(it);
+  }
   if (!progressed && block && !execs_.empty()) {
     auto w = cq_->wait(wcs_, cfg_.timeout);
     if (!w) {

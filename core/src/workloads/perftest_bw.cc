@@ -145,6 +145,7 @@ Status bw_phase(Pair& c, std::uint64_t size, std::uint64_t count, bool timed, Si
           Status st = c.qps[q]->post_send(std::span<const SendWr>(wrs.data(), n), &bad);
           if (!st) return st.with_context(fmt::format("rank {}: post_send on QP {}", env.rank, q));
           if (env.rank == 0) work_meter().sent(n * size);
+          if (env.trace) env.trace->instant("post", "post_send", fmt::format(R"({{"qp":{},"requests":{},"bytes":{}}})", q, n, n * size));
           posted[q] += n;
           total_posted += n;
         }
@@ -152,6 +153,7 @@ Status bw_phase(Pair& c, std::uint64_t size, std::uint64_t count, bool timed, Si
     }
     if (all_done()) break;
     RDMALAB_ASSIGN(std::size_t n, wait_ok(env, *c.cq, wcs, c.p.timeout, "running a bandwidth test"));
+    if (env.trace) env.trace->instant("completion", "completions", fmt::format(R"({{"polled":{}}})", n));
     for (std::size_t i = 0; i < n; ++i) {
       const Completion& wc = wcs[i];
       auto q = static_cast<std::size_t>(wc.wr_id >> 48);
@@ -247,9 +249,13 @@ Status run_bw(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows, Op
   RDMALAB_TRY(setup(c));
   plan_work(env, c.p, (c.p.warmup + c.p.iterations) * static_cast<std::uint64_t>(c.p.qps));
   for (std::uint64_t size : c.p.sizes) {
+    TraceScope size_span(env.trace, "workload", fmt::format("{} {}", name, units::format_size(size)));
     RDMALAB_TRY(begin_size(c, size, size == c.p.sizes.front()));
     SideReport rep;
-    if (c.p.warmup > 0) RDMALAB_TRY(bw_phase(c, size, c.p.warmup, false, rep));
+    if (c.p.warmup > 0) {
+      TraceScope warm(env.trace, "phase", "warm-up");
+      RDMALAB_TRY(bw_phase(c, size, c.p.warmup, false, rep));
+    }
     if (c.p.warmup > 0 && op == Op::atomic) {
       // Warm-up moved the counters; start the timed phase from zero again.
       RDMALAB_TRY(env.boot.barrier());

@@ -19,6 +19,7 @@ Status run_lat(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows, O
   const double latency_divisor = (op == Op::write || op == Op::send) ? 2.0 : 1.0;  // perftest: half RTT for ping-pong
 
   for (std::uint64_t size : c.p.sizes) {
+    TraceScope size_span(env.trace, "workload", fmt::format("{} {}", name, units::format_size(size)));
     RDMALAB_TRY(begin_size(c, size, size == c.p.sizes.front()));
     QueuePair& qp = *c.qps[0];
     std::vector<double> samples;

@@ -11,6 +11,7 @@
 
 #include "rdmalab/metrics.h"
 #include "rdmalab/progress.h"
+#include "rdmalab/trace.h"
 #include "rdmalab/units.h"
 #include "rdmalab/workloads/common.h"
 

@@ -273,6 +273,7 @@ Status run_3d(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
     work_meter().plan_steps(p.warmup + p.steps);
   }
   for (std::uint64_t it = 0; it < p.warmup + p.steps; ++it) {
+    TraceScope step_span(env.trace, "workload", it < p.warmup ? fmt::format("warm-up step {}", it) : fmt::format("step {}", it - p.warmup));
     const bool final_step = it + 1 == p.warmup + p.steps;
     if (final_step && p.verify)
       for (int c = 0; c < v; ++c) {

@@ -51,6 +51,7 @@ Status run_dp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
   for (auto& b : buckets) {
     const std::uint64_t count = b.bytes / es;
     b.plan = shift_plan(tuned_collective(env, p, Collective::all_reduce, dp_members, dp_rank, count, es, kChanDp, &b.how), 0, b.offset, 0);
+    b.plan.label = fmt::format("gradient bucket {}: all_reduce {}", plans.size(), units::format_size(b.bytes));
     plans.push_back(b.plan);
   }
   // Tensor-parallel activations and MoE all-to-alls live after the gradients in the same buffer.
@@ -59,12 +60,14 @@ Status run_dp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
   Plan tp_plan, moe_plan;
   if (tp > 1) {
     tp_plan = shift_plan(tuned_collective(env, p, Collective::all_reduce, tp_members, tp_rank, tp_count, es, kChanTp), 0, tp_off, 0);
+    tp_plan.label = fmt::format("tensor-parallel all_reduce {}", units::format_size(tp_count * es));
     plans.push_back(tp_plan);
   }
   const std::uint64_t moe_count = round_up(p.moe_bytes, es * static_cast<std::uint64_t>(env.size)) / es;
   const std::uint64_t moe_off = tp_off + tp_count * es;  // after the gradients and the activations
   if (p.moe_bytes > 0) {
     moe_plan = shift_plan(group_plan(Collective::all_to_all, Algorithm::pairwise, all, env.rank, moe_count, es, false, kChanMoe), 0, moe_off, 0);
+    moe_plan.label = fmt::format("MoE all_to_all {}", units::format_size(moe_count * es));
     plans.push_back(moe_plan);
   }
   CollectiveEngine eng(env, reducing_engine(p, "train_dp"));
@@ -93,6 +96,7 @@ Status run_dp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
     work_meter().plan_steps(p.warmup + p.steps);
   }
   for (std::uint64_t it = 0; it < p.warmup + p.steps; ++it) {
+    TraceScope step_span(env.trace, "workload", it < p.warmup ? fmt::format("warm-up step {}", it) : fmt::format("step {}", it - p.warmup));
     const bool last = it + 1 == p.warmup + p.steps;
     if (last) RDMALAB_TRY(load_grads());
     RDMALAB_TRY(env.boot.barrier());

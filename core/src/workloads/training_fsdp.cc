@@ -83,10 +83,12 @@ Status run_fsdp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) 
     Plan g = tuned_collective(env, p, Collective::all_gather, all, env.rank, u.count, es, kChanGather, &g_how);
     const std::uint64_t g_scratch = g.scratch_bytes;
     u.gather = shift_plan(std::move(g), u.shard_off, u.full_off, scratch);
+    u.gather.label = fmt::format("unit {}: all_gather {}", k, units::format_size(u.count * es));
     scratch += g_scratch;
     Plan s = tuned_collective(env, p, Collective::reduce_scatter, all, env.rank, u.count, es, kChanDp, &s_how);
     const std::uint64_t s_scratch = s.scratch_bytes;
     u.scatter = shift_plan(std::move(s), u.grad_off, u.reduced_off, scratch);
+    u.scatter.label = fmt::format("unit {}: reduce_scatter {}", k, units::format_size(u.count * es));
     scratch += s_scratch;
     if (k == largest) {
       gather_how = fmt::format("{} ({})", g_how, units::format_size(u.count * es));
@@ -144,6 +146,7 @@ Status run_fsdp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) 
     work_meter().plan_steps(p.warmup + p.steps);
   }
   for (std::uint64_t it = 0; it < p.warmup + p.steps; ++it) {
+    TraceScope step_span(env.trace, "workload", it < p.warmup ? fmt::format("warm-up step {}", it) : fmt::format("step {}", it - p.warmup));
     const bool last = it + 1 == p.warmup + p.steps;
     if (last && p.verify) RDMALAB_TRY(load());
     RDMALAB_TRY(env.boot.barrier());

@@ -47,6 +47,7 @@ Status run_pp(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& rows) {
     work_meter().plan_steps(p.warmup + p.steps);
   }
   for (std::uint64_t it = 0; it < p.warmup + p.steps; ++it) {
+    TraceScope step_span(env.trace, "workload", it < p.warmup ? fmt::format("warm-up step {}", it) : fmt::format("step {}", it - p.warmup));
     RDMALAB_TRY(env.boot.barrier());
     const double t0 = env.rt.now();
     double busy = 0;

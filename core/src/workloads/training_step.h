@@ -12,6 +12,7 @@
 #include "rdmalab/workloads/training.h"
 #include "rdmalab/gpus.h"
 #include "rdmalab/progress.h"
+#include "rdmalab/trace.h"
 #include "rdmalab/units.h"
 #include "rdmalab/workloads/common.h"
 #include "rdmalab/workloads/tuning.h"

@@ -78,6 +78,11 @@ case "$part" in
     # ways), and their CPU per GB beside write_bw's on rxe.
     check "tcp_bw and tcp_lat agree with sockperf run beside them, and report CPU per GB as write_bw does" 0 "PASS" \
       "$(dirname "$0")/tcp_beside_sockperf.sh" "$rdmalab" "$scenario"
+    # Monitoring a real run: --record on verbs (completions, CPU per rank process, rxe's counters).
+    check "a recorded verbs run carries each rank's bytes, CPU and the port's counters" 0 "PASS" \
+      "$(dirname "$0")/record_check.sh" "$rdmalab" "$scenario"
+    check "--record with one rank per process is refused" 2 "one rank per process" "$rdmalab" run "$scenario" --backend verbs \
+      --bootstrap 127.0.0.1:18519 --rank 0 --size 2 --token t --record rxe-vm-record-refused.rec
     # The course's Soft-RoCE parts (docs/labs): the labs' own scenarios on the kernel's rxe.
     labs=$(dirname "$0")/../../../scenarios/labs
     check "lab 2: read latency on Soft-RoCE" 0 "t_typical" "$rdmalab" run "$labs/02-operations.yaml" --backend verbs \

@@ -67,8 +67,11 @@ TEST_P(Perftest, RunsWithZeroErrorsAcrossSizesAndOptions) {
         const bool real_cpus = c.backend != "simgrid";
         EXPECT_EQ(r.extra.count("cpu_initiator_s_per_gb") > 0, real_cpus) << what;
         EXPECT_EQ(r.extra.count("cpu_target_s_per_gb") > 0, real_cpus) << what;
-        for (const char* k : {"cpu_initiator_s_per_gb", "cpu_target_s_per_gb", "cpu_machine_s_per_gb"})
-          if (r.extra.count(k)) EXPECT_TRUE(r.extra.at(k) >= 0 && std::isfinite(r.extra.at(k))) << what << " " << k;
+        for (const char* k : {"cpu_initiator_s_per_gb", "cpu_target_s_per_gb", "cpu_machine_s_per_gb"}) {
+          if (r.extra.count(k)) {
+            EXPECT_TRUE(r.extra.at(k) >= 0 && std::isfinite(r.extra.at(k))) << what << " " << k;
+          }
+        }
       }
     }
   }

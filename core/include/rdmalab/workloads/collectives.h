@@ -71,6 +71,7 @@ struct Plan {
   // sooner than that after it is posted (SendWr::model_min_latency_s).
   std::uint64_t chunk = 0;
   double wire_factor = 1, step_latency_intra = 0, step_latency_inter = 0;
+  std::string label;  // its name in a --trace timeline ("all_reduce 1 MiB, ring"); empty: the engine's `what`
 };
 
 struct CollectiveArgs {
