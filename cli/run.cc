@@ -175,6 +175,12 @@ int cmd_run(RunArgs a) {
                        "forks, so run them from one `rdmalab run` on one machine\n", backend_name, a.bootstrap == "mpi" ? "mpirun" : "--bootstrap");
     return kExitUsage;
   }
+  if (!a.trace.empty() && !a.bootstrap.empty()) {
+    const char* mpi_rank = std::getenv("OMPI_COMM_WORLD_RANK") ? std::getenv("OMPI_COMM_WORLD_RANK") : std::getenv("PMI_RANK");
+    const int me = a.bootstrap == "mpi" ? (mpi_rank ? std::atoi(mpi_rank) : 0) : a.rank;
+    if (me != 0)
+      fmt::print(stderr, "rdmalab: note: --trace: rank 0 writes the file with every rank's events (docs/trace.md); rank {} does not write {}\n", me, a.trace);
+  }
   if (a.bootstrap == "mpi")
     options.placement = Placement{"mpi", -1, -1, ""};
   else if (!a.bootstrap.empty())

@@ -289,7 +289,8 @@ RunOutcome run_scenario(const Scenario& sc, Backend& backend, const RunOptions& 
   spec.placement = options.placement;
   // --trace: each rank's events (trace.h), gathered here: comma-joined fragments of the file.
   std::string trace_events;
-  bool trace_owner = options.placement.rendezvous.empty();  // one rank per process: rank 0's writes it
+  // One rank per process: rank 0's process writes the file (its own events only when the run failed).
+  bool trace_owner = options.placement.rendezvous.empty();
   // A forked child's state: its rows, then (after a NUL, which JSON never holds) its ranks' events.
   spec.export_state = [&] { return rows_to_json(out.rows) + std::string(1, '\0') + trace_events; };
   // Backends with a process per rank import every rank's state: rows accumulate.
@@ -307,7 +308,16 @@ RunOutcome run_scenario(const Scenario& sc, Backend& backend, const RunOptions& 
     std::unique_ptr<RankTrace> trace;
     std::unique_ptr<TracingRuntime> traced_rt;
     std::unique_ptr<RankEnv> traced;
-    if (!options.trace_path.empty()) {
+    bool tracing = !options.trace_path.empty();
+    const bool one_rank_here = !options.placement.rendezvous.empty();
+    if (one_rank_here) {
+      // One rank per process, each with its own command line: every rank traces when any does
+      // (rank 0 gathers the events at the end and writes the file).
+      auto flags = allgather_value<std::uint8_t>(base.boot, tracing ? 1 : 0);
+      if (!flags) return flags.status().with_context("before the run");
+      tracing = std::any_of(flags->begin(), flags->end(), [](std::uint8_t t) { return t != 0; });
+    }
+    if (tracing) {
       trace = std::make_unique<RankTrace>(base.rank, base.rt);
       traced_rt = std::make_unique<TracingRuntime>(base.rt, *trace);
       traced.reset(new RankEnv{base.rank, base.size, base.boot, *traced_rt, base.dev, base.mem, base.shape, trace.get()});
@@ -323,18 +333,17 @@ RunOutcome run_scenario(const Scenario& sc, Backend& backend, const RunOptions& 
         st = w->run(env, sc, rows);
       }
     }
-    if (trace) {
-      std::string mine = trace->events_json();
-      if (!options.placement.rendezvous.empty() && st) {
-        // One rank per process: rank 0 gathers every rank's events through the bootstrap.
-        auto gathered = gather_to_all(env.boot, mine);
-        if (!gathered) st = gathered.status().with_context("--trace: gathering the ranks' events");
-        else if (env.rank == 0) mine = *gathered;
-        else mine.clear();
-        if (env.rank == 0) trace_owner = true;
-      }
+    std::string mine = trace ? trace->events_json() : std::string();
+    if (one_rank_here && trace && st) {
+      auto gathered = gather_to_all(env.boot, mine);
+      if (!gathered) st = gathered.status().with_context("--trace: gathering the ranks' events");
+      else if (env.rank == 0) mine = *gathered;
+      else mine.clear();
+    }
+    if (one_rank_here && env.rank == 0 && !options.trace_path.empty()) trace_owner = true;
+    if (!mine.empty()) {
       std::lock_guard<std::mutex> lock(mu);
-      if (!mine.empty()) trace_events += (trace_events.empty() ? "" : ",") + mine;
+      trace_events += (trace_events.empty() ? "" : ",") + mine;
     }
     if (env.rank == 0 && !rows.empty()) {
       std::lock_guard<std::mutex> lock(mu);

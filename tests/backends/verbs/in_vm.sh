@@ -45,6 +45,7 @@ case "$part" in
   collectives)
     gtest core_collectives_test '*verbs*' || fail=1
     gtest core_training_test '*OnEveryBackend*:*ArriveExact*' || fail=1
+    gtest core_trace_test '*verbs*' || fail=1
     # Event-driven waits: 5 busy-polling ranks on the VM's 2 emulated CPUs would starve each other.
     check "all_reduce sweep on verbs, 5 ranks, nccl-tests columns" 0 "busbw" "$rdmalab" run "$scenario" --backend verbs \
       --set fabric.nodes=5 --set workload.type=all_reduce --set workload.sizes=8B..1MiB --set workload.iterations=3 \
@@ -81,6 +82,10 @@ case "$part" in
     # Monitoring a real run: --record on verbs (completions, CPU per rank process, rxe's counters).
     check "a recorded verbs run carries each rank's bytes, CPU and the port's counters" 0 "PASS" \
       "$(dirname "$0")/record_check.sh" "$rdmalab" "$scenario"
+    check "--trace given to rank 0 of two --bootstrap processes: the file has both ranks' tracks" 0 "PASS" sh -c "f=\$(mktemp -d); \
+      \"$rdmalab\" run \"$scenario\" --backend verbs --quiet --bootstrap 127.0.0.1:18520 --rank 1 --size 2 --token t > /dev/null & \
+      \"$rdmalab\" run \"$scenario\" --backend verbs --quiet --bootstrap 127.0.0.1:18520 --rank 0 --size 2 --token t --trace \$f/t.json > /dev/null && \
+      wait \$! && grep -q '\"name\":\"rank 1\"' \$f/t.json && grep -q '\"tid\":1,\"cat\":\"workload\"' \$f/t.json && echo PASS; rm -rf \$f"
     check "--record with one rank per process is refused" 2 "one rank per process" "$rdmalab" run "$scenario" --backend verbs \
       --bootstrap 127.0.0.1:18519 --rank 0 --size 2 --token t --record rxe-vm-record-refused.rec
     # The course's Soft-RoCE parts (docs/labs): the labs' own scenarios on the kernel's rxe.
