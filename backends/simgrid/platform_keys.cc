@@ -48,7 +48,9 @@ void add_fabric_keys(Schema& s) {
   s.add("fabric.switch.latency", T::time, "0ns",
         "latency of each switch a message crosses, paid once per switch (fabric.link.latency is then the cable's); star, fat_tree "
         "and rail_optimized", 0, 1e-3);
-  s.add("record.interval", T::time, "10us", "simulated time between two samples of a --record file", 1e-9, 3600);
+  s.add("record.interval", T::time, "10us",
+        "time between two samples of a --record file: simulated on the model; wall-clock on verbs, where unset means 100ms and "
+        "the least is 1ms (docs/record.md)", 1e-9, 3600);
 
   s.add("fabric.degrade.links", T::string_list, "",
         "what-if: the links whose bandwidth falls to fabric.degrade.factor, as node names from the record (node-3, leaf-1, "

@@ -319,6 +319,7 @@ RunOutcome run_scenario(const Scenario& sc, Backend& backend, const RunOptions& 
     }
     if (tracing) {
       trace = std::make_unique<RankTrace>(base.rank, base.rt);
+      if (!base.dev.caps().models_time) trace->set_mirror(trace_mirror());  // NVTX where CUDA is built in
       traced_rt = std::make_unique<TracingRuntime>(base.rt, *trace);
       traced.reset(new RankEnv{base.rank, base.size, base.boot, *traced_rt, base.dev, base.mem, base.shape, trace.get()});
     }

@@ -54,13 +54,13 @@ std::string RankTrace::events_json() const {
 TraceScope::TraceScope(RankTrace* trace, const char* cat, std::string name) : t_(trace), cat_(cat), name_(std::move(name)) {
   if (!t_) return;
   t0_ = t_->now();
-  if (g_mirror) g_mirror->push(name_.c_str());
+  if (TraceMirror* m = t_->mirror()) m->push(name_.c_str());
 }
 
 TraceScope::~TraceScope() {
   if (!t_) return;
   t_->span(cat_, name_, t0_);
-  if (g_mirror) g_mirror->pop();
+  if (TraceMirror* m = t_->mirror()) m->pop();
 }
 
 Status TracingRuntime::compute(double seconds) {

@@ -402,6 +402,7 @@ double time_gpu(int reps, const std::function<void()>& fn) {
 }
 
 GpuInfo install() {
+  install_nvtx();
   GpuInfo info;
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);

@@ -4,6 +4,9 @@
 #include <nlohmann/json.hpp>
 
 #include "rdmalab/memory.h"
+#include "rdmalab/record.h"
+
+#include <cstdio>
 
 namespace rdmalab {
 namespace {
@@ -80,6 +83,61 @@ TEST(Memory, CachedPatternsCountTheSameAsComputedOnes) {
       EXPECT_EQ(*host_memory().verify(*b, 0, len, seed), len / 2 == len - 1 ? 1u : 2u) << "seed " << seed << " len " << len;
     }
   }
+}
+
+}  // namespace
+}  // namespace rdmalab
+
+namespace rdmalab {
+namespace {
+
+// A real run's record (verbs: docs/record.md) carries per-rank CPU, the port's counters and the
+// GPUs beside the model's fields; they are read back as written, and a model's record has none.
+TEST(Record, RealRunMonitoringRoundTrips) {
+  const std::string path = ::testing::TempDir() + "rdmalab-record-monitor.jsonl";
+  RecordWriter w;
+  ASSERT_TRUE(w.open(path, false).is_ok());
+  w.header("x.yaml", "verbs", 2, 0.1);
+  Topology t;
+  TopoNode a, d;
+  a.name = "rank-0";
+  a.kind = "host";
+  a.rank = 0;
+  d.name = "rxe0:1";
+  d.kind = "switch";
+  d.tier = 1;
+  t.nodes = {a, d};
+  t.links = {TopoLink{"rank-0_UP", 1.25e9, 0, {0, 1}}};
+  w.topology(t);
+  w.monitor(Monitor{"rxe0:1", "/sys/class/infiniband/rxe0/ports/1/hw_counters", "no NVML (test)"});
+  Sample s;
+  s.t = 0.1;
+  s.rank_tx_Bps = {5e7, 0};
+  s.rank_cpu = {0.98, 0.01};
+  s.port = {{"rcvd_pkts", 100}, {"sent_pkts", 120.5}};
+  s.gpu = {GpuSample{0, 0.75, 1ull << 30, 80ull << 30}};
+  w.sample(s);
+  Sample model;
+  model.t = 0.2;
+  model.rank_tx_Bps = {1, 2};
+  w.sample(model);
+  w.end("ok");
+  ASSERT_TRUE(w.close().is_ok());
+  auto rec = read_record(path);
+  ASSERT_TRUE(rec.is_ok()) << rec.status().message();
+  EXPECT_EQ(rec->monitor.port, "rxe0:1");
+  EXPECT_EQ(rec->monitor.gpu, "no NVML (test)");
+  ASSERT_EQ(rec->samples.size(), 2u);
+  const Sample& r = rec->samples[0];
+  EXPECT_EQ(r.rank_cpu, (std::vector<double>{0.98, 0.01}));
+  ASSERT_EQ(r.port.size(), 2u);
+  EXPECT_EQ(r.port[1].first, "sent_pkts");
+  EXPECT_DOUBLE_EQ(r.port[1].second, 120.5);
+  ASSERT_EQ(r.gpu.size(), 1u);
+  EXPECT_DOUBLE_EQ(r.gpu[0].util, 0.75);
+  EXPECT_EQ(r.gpu[0].mem_total, 80ull << 30);
+  EXPECT_TRUE(rec->samples[1].rank_cpu.empty() && rec->samples[1].port.empty() && rec->samples[1].gpu.empty());
+  std::remove(path.c_str());
 }
 
 }  // namespace

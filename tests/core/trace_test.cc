@@ -114,7 +114,7 @@ TEST_P(TraceOnEveryBackend, PerftestsPostsAddUpToItsRowsAndTrainingStepsAreSpans
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, TraceOnEveryBackend, ::testing::ValuesIn(usable_backend_names("TraceOnEveryBackend")),
-                         [](const auto& info) { return info.param; });
+                         [](const auto& p) { return p.param; });
 
 TEST(Trace, AFailedRunStillLeavesItsTimeline) {
   auto be = all_backends().make("simgrid");

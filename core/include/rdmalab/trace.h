@@ -21,7 +21,8 @@ struct TraceMirror {
   virtual void push(const char* name) = 0;
   virtual void pop() = 0;
 };
-// The process's mirror, or null. Set before a run starts.
+// The process's mirror, or null. Set before a run starts; a run on a wall clock hands it to its
+// ranks (RankTrace::set_mirror). A model's ranks share threads, where nesting would not hold.
 void set_trace_mirror(TraceMirror* m);
 TraceMirror* trace_mirror();
 
@@ -36,6 +37,8 @@ class RankTrace {
   void span(const char* cat, const std::string& name, double t0, double t1, const std::string& args_json = {});
   void instant(const char* cat, const std::string& name, const std::string& args_json = {});
   int rank() const { return rank_; }
+  void set_mirror(TraceMirror* m) { mirror_ = m; }
+  TraceMirror* mirror() const { return mirror_; }
   std::uint64_t dropped() const { return dropped_; }
   // The events as JSON objects separated by commas (no brackets), with the rank's track name.
   std::string events_json() const;
@@ -44,6 +47,7 @@ class RankTrace {
   bool room();
   int rank_;
   Runtime& rt_;
+  TraceMirror* mirror_ = nullptr;
   std::size_t max_;
   std::size_t count_ = 0;
   std::uint64_t dropped_ = 0;
@@ -51,7 +55,7 @@ class RankTrace {
 };
 
 // A span for a scope: from construction to destruction (nothing when `trace` is null). Also
-// pushed to the process's TraceMirror.
+// pushed to the trace's mirror, if it has one.
 class TraceScope {
  public:
   TraceScope(RankTrace* trace, const char* cat, std::string name);

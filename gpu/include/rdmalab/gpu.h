@@ -28,6 +28,10 @@ struct GpuInfo {
 // else records why not (set_memory_unavailable_reason). Call once at startup, before runs.
 GpuInfo install();
 
+// Mirrors --trace's spans as NVTX ranges for Nsight Systems (trace.h's TraceMirror); install()
+// calls it, with or without a GPU.
+void install_nvtx();
+
 // What GPUDirect needs to know about each GPU (rdmalab doctor).
 struct GpuFacts {
   int index = 0;
