@@ -197,6 +197,91 @@ double ThroughputChart::aggregateMax() const {
 }
 
 // ---------------------------------------------------------------------------------------------
+struct HostChart::Impl {
+  RunData* data = nullptr;
+  QChart* chart = nullptr;
+  QValueAxis* x = nullptr;
+  QValueAxis* y = nullptr;
+  std::vector<QLineSeries*> series;
+  bool has = false;
+};
+
+HostChart::HostChart(RunData* run_data, QWidget* parent) : QWidget(parent), d_(std::make_unique<Impl>()) {
+  d_->data = run_data;
+  d_->chart = new QChart();
+  d_->chart->setTitle(tr("Host: CPU per rank process, GPU busy"));
+  d_->x = new QValueAxis();
+  d_->x->setTitleText(tr("time [s]"));
+  d_->y = new QValueAxis();
+  d_->y->setTitleText(tr("cores (CPU) / fraction busy (GPU)"));
+  d_->chart->addAxis(d_->x, Qt::AlignBottom);
+  d_->chart->addAxis(d_->y, Qt::AlignLeft);
+  make_view(this, d_->chart);
+  connect(run_data, &RunData::samplesChanged, this, &HostChart::refresh);
+}
+
+HostChart::~HostChart() = default;
+
+void HostChart::refresh() {
+  const Record& rec = d_->data->record();
+  for (auto* s : d_->series) {
+    d_->chart->removeSeries(s);
+    delete s;
+  }
+  d_->series.clear();
+  const std::size_t n = rec.samples.size();
+  const std::size_t stride = std::max<std::size_t>(1, n / 2000);  // as the throughput chart: about 2000 points a series
+  std::map<QString, QList<QPointF>> lines;
+  for (std::size_t i = 0; i < n; i += stride) {
+    std::map<QString, double> sum;
+    std::size_t k = 0;
+    for (; k < stride && i + k < n; ++k) {
+      const Sample& smp = rec.samples[i + k];
+      for (std::size_t r = 0; r < smp.rank_cpu.size(); ++r) sum[tr("rank %1 CPU").arg(r)] += smp.rank_cpu[r];
+      for (const auto& g : smp.gpu) sum[tr("GPU %1 busy").arg(g.index)] += g.util;
+    }
+    const double t = rec.samples[i + k - 1].t;
+    for (const auto& [name, v] : sum) lines[name].append({t, v / static_cast<double>(k)});
+  }
+  double ymax = 1;
+  for (const auto& [name, pts] : lines) {
+    auto* s = new QLineSeries();
+    s->setName(name);
+    d_->chart->addSeries(s);
+    s->attachAxis(d_->x);
+    s->attachAxis(d_->y);
+    s->replace(pts);
+    for (const auto& p : pts) ymax = std::max(ymax, p.y());
+    d_->series.push_back(s);
+  }
+  const double t1 = n ? rec.samples.back().t : 1;
+  d_->x->setRange(0, std::max(t1, 1e-3));
+  d_->y->setRange(0, ymax * 1.1);
+  d_->x->applyNiceNumbers();
+  const bool has = !lines.empty();
+  if (has != d_->has) {
+    d_->has = has;
+    emit hasDataChanged(has);
+  }
+}
+
+bool HostChart::hasData() const { return d_->has; }
+
+QStringList HostChart::seriesNames() const {
+  QStringList out;
+  for (auto* s : d_->series) out << s->name();
+  return out;
+}
+
+double HostChart::seriesMax(const QString& name) const {
+  double m = -1;
+  for (auto* s : d_->series)
+    if (s->name() == name)
+      for (const auto& p : s->points()) m = std::max(m, p.y());
+  return m;
+}
+
+// ---------------------------------------------------------------------------------------------
 struct ResultChart::Impl {
   QChartView* view = nullptr;
 };

@@ -39,6 +39,29 @@ class ThroughputChart : public QWidget {
   std::unique_ptr<Impl> d_;
 };
 
+// A real run's host side (verbs records, docs/record.md): each rank process's CPU in cores and
+// each GPU's busy fraction over time. Empty (and hidden by the window) for a model's record.
+class HostChart : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit HostChart(RunData* run_data, QWidget* parent = nullptr);
+  ~HostChart() override;
+  void refresh();
+  // Whether the record has anything to draw here (CPU or GPU samples).
+  bool hasData() const;
+  // For tests: the series' names and each one's largest value.
+  QStringList seriesNames() const;
+  double seriesMax(const QString& name) const;
+
+ signals:
+  void hasDataChanged(bool has);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> d_;
+};
+
 // What the result rows show best: a latency histogram for latency rows, busbw per size for
 // collectives, bandwidth per size for bandwidth rows.
 class ResultChart : public QWidget {

@@ -78,9 +78,13 @@ MainWindow::MainWindow(const BackendRegistry& backends, QWidget* parent)
 
   // Charts tab.
   throughput_ = new ThroughputChart(data_);
+  host_chart_ = new HostChart(data_);
+  host_chart_->setVisible(false);  // a real run's record shows it (CPU, GPU samples)
+  connect(host_chart_, &HostChart::hasDataChanged, host_chart_, &QWidget::setVisible);
   result_chart_ = new ResultChart();
   auto* chart_split = new QSplitter(Qt::Vertical);
   chart_split->addWidget(throughput_);
+  chart_split->addWidget(host_chart_);
   chart_split->addWidget(result_chart_);
   chart_split->setSizes({450, 450});
 

@@ -30,6 +30,7 @@ class LinkTableModel;
 class ResultsModel;
 class CompareModel;
 class ThroughputChart;
+class HostChart;
 class ResultChart;
 class PlotChart;
 
@@ -58,6 +59,7 @@ class MainWindow : public QMainWindow {
   CompareModel* compareModel() const { return compare_; }
   LinkTableModel* linkModel() const { return links_; }
   ThroughputChart* throughputChart() const { return throughput_; }
+  HostChart* hostChart() const { return host_chart_; }
   ResultChart* resultChart() const { return result_chart_; }
   QSlider* timeline() const { return timeline_; }
   PlotChart* sweepChart() const { return sweep_chart_; }
@@ -81,6 +83,7 @@ class MainWindow : public QMainWindow {
   ResultsModel* results_;
   CompareModel* compare_;
   ThroughputChart* throughput_;
+  HostChart* host_chart_;
   ResultChart* result_chart_;
   QTabWidget* tabs_;
   QSlider* timeline_;

@@ -101,6 +101,8 @@ double RunData::hostLinkRate() const {
 }
 
 double RunData::lineRate() const {
+  // A real run's ranks share the device port the monitor names (docs/record.md): its rate, once.
+  if (!rec_.monitor.port.empty()) return rec_.topology.links.empty() ? 0.0 : rec_.topology.links.front().bandwidth_Bps;
   // The ranks that send at all: a one-way test between two nodes is bounded by one uplink, not two.
   std::vector<bool> sends(static_cast<std::size_t>(std::max(rec_.ranks, 0)), false);
   bool any = false;

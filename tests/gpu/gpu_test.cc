@@ -10,6 +10,7 @@
 
 #include "../pair_helpers.h"
 #include "backends.h"
+#include "common/nvml.h"
 #include "rdmalab/gpu.h"
 #include "rdmalab/run.h"
 #include "rdmalab/staging.h"
@@ -370,6 +371,40 @@ TEST(GpuMemory, WithoutAGpuTheReasonIsGiven) {
   EXPECT_FALSE(st.is_ok());
   EXPECT_NE(st.message().find("workload.memory"), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("GPU"), std::string::npos) << st.message();
+}
+
+}  // namespace
+}  // namespace rdmalab
+
+namespace rdmalab {
+namespace {
+
+// The GPU side of a recorded real run (docs/record.md): NVML, loaded at run time, sees the GPU,
+// and memory a rank allocates shows in its samples.
+TEST(Nvml, SeesTheGpuAndTheMemoryARankAllocates) {
+  REQUIRE_GPU();
+  std::string why;
+  auto nvml = Nvml::open(why);
+  ASSERT_TRUE(nvml) << "a GPU machine without NVML: " << why;
+  ASSERT_EQ(nvml->count(), gpu_info().devices) << nvml->describe();
+  const auto before = nvml->sample();
+  MemoryProvider* mem = memory_provider(MemoryKind::cuda);
+  ASSERT_NE(mem, nullptr);
+  const std::size_t bytes = std::size_t{2} << 30;
+  auto buf = mem->allocate(bytes);
+  ASSERT_TRUE(buf.is_ok()) << buf.status().message();
+  ASSERT_TRUE(mem->fill(*buf, 0, bytes, 7).is_ok());  // touched, and a kernel ran
+  const auto after = nvml->sample();
+  ASSERT_EQ(after.size(), before.size());
+  const GpuSample& g = after[0];
+  std::printf("%s: %.1f of %.1f GiB in use after allocating 2 GiB (%.1f before), utilisation %.0f %%\n", nvml->describe().c_str(),
+              static_cast<double>(g.mem_used) / (1 << 30), static_cast<double>(g.mem_total) / (1 << 30),
+              static_cast<double>(before[0].mem_used) / (1 << 30), g.util * 100);
+  EXPECT_GE(g.mem_used, before[0].mem_used + bytes);
+  EXPECT_LE(g.mem_used, g.mem_total);
+  EXPECT_NEAR(static_cast<double>(g.mem_total), static_cast<double>(gpu_info().memory_bytes), 0.02 * static_cast<double>(g.mem_total));
+  EXPECT_GE(g.util, 0.0);
+  EXPECT_LE(g.util, 1.0);
 }
 
 }  // namespace

@@ -68,6 +68,24 @@ class DashboardTest : public QObject {
 
   // A recorded run loads into the models: the topology, the links with utilisation at the
   // cursor, and the result rows; scrubbing moves the utilisation and the peaks.
+  // A real run's record (a 3-rank all_reduce on Soft-RoCE, recorded by `rdmalab run --backend
+  // verbs --record` in the VM: tests/gui/data) shows each rank process's CPU, and the throughput
+  // chart's line rate is the device port's, once.
+  void aRealRunsRecordShowsItsHostSide() {
+    MainWindow w(all_backends());
+    QCOMPARE(w.openRecord(kSource + "/tests/gui/data/rxe-all-reduce-3-ranks.rec"), QString());
+    QCOMPARE(w.data()->record().backend, std::string("verbs"));
+    QVERIFY(w.hostChart()->hasData());
+    QCOMPARE(w.hostChart()->seriesNames(), QStringList({"rank 0 CPU", "rank 1 CPU", "rank 2 CPU"}));
+    for (const auto& name : w.hostChart()->seriesNames()) {
+      const double m = w.hostChart()->seriesMax(name);
+      QVERIFY2(m > 0.2 && m <= 2.0, qPrintable(QString("%1: %2 cores").arg(name).arg(m)));
+    }
+    QCOMPARE(w.data()->lineRate(), 1.25e9);  // rxe0's 10 Gb/s port, shared by the three ranks
+    QVERIFY(w.throughputChart()->aggregatePoints() > 50);
+    QVERIFY2(w.throughputChart()->xTitle() == "time [s]", qPrintable(w.throughputChart()->xTitle()));
+  }
+
   void replayFillsTheModels() {
     const QString rec = record_run(dir_.path(), "ft.jsonl", "scenarios/fat-tree-2to1.yaml", {"workload.iterations=20", "record.interval=20us"});
     MainWindow w(all_backends());
@@ -113,6 +131,7 @@ class DashboardTest : public QObject {
              qPrintable(QString("%1 %2").arg(w.throughputChart()->aggregateMax()).arg(unit)));
     QVERIFY2(w.throughputChart()->xTitle().startsWith("time ["), qPrintable(w.throughputChart()->xTitle()));
     QCOMPARE(w.resultChart()->title(), QString("Bandwidth per size"));
+    QVERIFY2(!w.hostChart()->hasData(), "a model's record has no host side to draw");
     // Selecting a host highlights its links and adds its rank to the chart.
     const int before = w.throughputChart()->seriesCount();
     w.topologyScene()->selectNode(0);
