@@ -231,6 +231,13 @@ Result<std::string> gather_to_all(Bootstrap& boot, const std::string& mine) {
   return out;
 }
 
+// --trace keeps at most 2 million events in all (a few hundred MB in memory while the run goes,
+// the model's 1024 ranks in one process included): 200,000 per rank for up to 10 ranks, fewer
+// beyond, at least 1,000.
+std::size_t trace_events_per_rank(int ranks) {
+  return std::clamp<std::size_t>(2'000'000 / static_cast<std::size_t>(std::max(ranks, 1)), 1'000, 200'000);
+}
+
 // Whether a rank's device gets the staged GPU path's layer (staging.h): GPU memory on a backend
 // with real hardware when workload.gpu_path is staged, or auto (then only when the backend
 // refuses GPUDirect RDMA). A model (SimGrid) runs the path in its own model instead.
@@ -318,7 +325,7 @@ RunOutcome run_scenario(const Scenario& sc, Backend& backend, const RunOptions& 
       tracing = std::any_of(flags->begin(), flags->end(), [](std::uint8_t t) { return t != 0; });
     }
     if (tracing) {
-      trace = std::make_unique<RankTrace>(base.rank, base.rt);
+      trace = std::make_unique<RankTrace>(base.rank, base.rt, trace_events_per_rank(base.size));
       if (!base.dev.caps().models_time) trace->set_mirror(trace_mirror());  // NVTX where CUDA is built in
       traced_rt = std::make_unique<TracingRuntime>(base.rt, *trace);
       traced.reset(new RankEnv{base.rank, base.size, base.boot, *traced_rt, base.dev, base.mem, base.shape, trace.get()});
