@@ -223,7 +223,7 @@ Result<std::string> gather_to_all(Bootstrap& boot, const std::string& mine) {
   RDMALAB_ASSIGN(auto lens, allgather_value<std::uint64_t>(boot, static_cast<std::uint64_t>(mine.size())));
   const std::uint64_t most = *std::max_element(lens.begin(), lens.end());
   std::vector<std::byte> padded(most);
-  std::memcpy(padded.data(), mine.data(), mine.size());
+  if (!mine.empty()) std::memcpy(padded.data(), mine.data(), mine.size());
   RDMALAB_ASSIGN(auto all, boot.allgather(padded));
   std::string out;
   for (std::size_t r = 0; r < lens.size(); ++r)
