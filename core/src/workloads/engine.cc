@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <cstring>
 
 #include "rdmalab/progress.h"
@@ -354,7 +355,9 @@ Status CollectiveEngine::process(bool& progressed) {
       const std::uint64_t off = c.recv_chunk * chunk;
       const std::uint64_t len = std::min(chunk, r.len - off);
       const std::uint64_t slot = c.stage_off + (c.recv_seq % c.slots_in) * c.slot_bytes_in;
-      TraceScope step(env_.trace, "step", fmt::format("{} from rank {}", r.reduce ? "reduce" : "copy", c.peer));
+      // Named only when traced: this runs for every chunk that arrives.
+      std::optional<TraceScope> step;
+      if (env_.trace) step.emplace(env_.trace, "step", fmt::format("{} from rank {}", r.reduce ? "reduce" : "copy", c.peer));
       RDMALAB_TRY(stage_mr_->sync_from_nic(slot, len));  // staged memory: the NIC wrote a host copy
       if (r.reduce)
         RDMALAB_TRY(mem_->reduce(buf(r.dst.buf), r.dst.off + off, buf(r.operand.buf), r.operand.off + off, stage_, slot,
