@@ -27,7 +27,13 @@ int cmd_list() {
                                                    : fmt::format("NVLink SHARP on a node whose NVSwitch reduces (fabric.node.nvswitch.reduce): {} only", nvls));
   fmt::print("  {:<10} {}\n", "nvls_tree", nvls.empty() ? std::string("no backend models it")
                                                         : fmt::format("NVLink SHARP in each node, NCCL's tree between the nodes: {} only", nvls));
-  fmt::print("  {:<10} {}\n", "collnet", "InfiniBand SHARP: not modelled yet");
+  std::string sharp;
+  for (const auto& b : all_backends().all())
+    if (b.make()->capabilities().in_network_reduction) sharp += (sharp.empty() ? "" : ", ") + b.name;
+  fmt::print("  {:<10} {}\n", "collnet", sharp.empty() ? std::string("no backend models it")
+                                                      : fmt::format("InfiniBand SHARP: nvls across nodes, the rails' switches reduce "
+                                                                    "(fabric.sharp.tiers on rail_optimized): {} only; CollNet Direct and "
+                                                                    "Chain are not modelled", sharp));
   fmt::print("memory:\n");
   for (MemoryKind k : {MemoryKind::host, MemoryKind::cuda, MemoryKind::phantom})
     fmt::print("  {:<10} {}\n", memory_kind_name(k), memory_provider(k) ? "usable" : "not usable: " + memory_unavailable_reason(k));

@@ -182,9 +182,19 @@ Status check_fabric(const Scenario& sc) {
   const std::string topo = sc.get_string("fabric.topology");
   const std::string algorithm = sc.get_string("workload.algorithm");
   if ((algorithm == "nvls" || algorithm == "nvls_tree") &&
-      (sc.get_string("fabric.node.model") != "pcie" || topo == "rail_optimized" || !sc.get_bool("fabric.node.nvswitch.reduce")))
-    return sc.error("workload.algorithm", algorithm + " needs a node whose NVSwitch reduces: fabric.node.model: pcie with NVLink and "
-                                          "fabric.node.nvswitch.reduce: true (the cx7-ndr-h100 preset has them)");
+      ((sc.get_string("fabric.node.model") != "pcie" && topo != "rail_optimized") || !sc.get_bool("fabric.node.nvswitch.reduce")))
+    return sc.error("workload.algorithm", algorithm + " needs a node whose NVSwitch reduces: fabric.node.model: pcie (or topology "
+                                          "rail_optimized) with NVLink and fabric.node.nvswitch.reduce: true (the cx7-ndr-h100 preset has them)");
+  if (topo != "rail_optimized")
+    for (const char* k : {"fabric.sharp.tiers", "fabric.sharp.bandwidth", "fabric.sharp.trees_per_switch", "fabric.rail.nodes_per_leaf"})
+      if (sc.is_set(k) && !(std::string(k) == "fabric.sharp.tiers" && (!sc.has(k) || sc.get_strings(k).empty())))
+        return sc.error(k, fmt::format("is modelled on topology rail_optimized (a {} here): SHARP needs the leaf switches cabled to one HCA "
+                                       "rail each (NVIDIA's SHARP deployment rule), which rail_optimized builds", topo));
+  if (algorithm == "nvls" && sc.get_int("fabric.nodes") > 1 && (sc.has("fabric.sharp.tiers") ? sc.get_strings("fabric.sharp.tiers") : std::vector<std::string>{}).empty())
+    return sc.error("workload.algorithm", fmt::format("nvls across nodes ({} here) is NCCL's NVLS with CollNet: the network's switches must "
+                                                      "reduce too (InfiniBand SHARP: fabric.sharp.tiers on a rail_optimized fabric); without "
+                                                      "SHARP use nvls_tree (NVLS in each node, a tree between them), ring or tree",
+                                                      sc.get_int("fabric.nodes")));
   if (sc.get_time("fabric.switch.latency") > 0 && topo != "star" && topo != "fat_tree" && topo != "rail_optimized")
     return sc.error("fabric.switch.latency",
                     fmt::format("is modelled on star, fat_tree and rail_optimized; a {} {}: fold the switches' latency into "
@@ -274,6 +284,14 @@ FabricModel read_model(const Scenario& sc) {
     m.rail.nvlink_bw = sc.get_bandwidth("fabric.node.nvlink.bandwidth") * nvlink_eff;
     m.rail.pcie_bw = sc.get_bandwidth("fabric.node.pcie.bandwidth");
     m.rail.pcie_lat = sc.get_time("fabric.node.pcie.latency");
+    m.rail.nodes_per_leaf = static_cast<int>(sc.get_int("fabric.rail.nodes_per_leaf"));
+    m.rail.nvswitch_reduce = sc.get_bool("fabric.node.nvswitch.reduce");
+    m.rail.nvswitch_reduce_bw = sc.has("fabric.node.nvswitch.reduce_bandwidth") ? sc.get_bandwidth("fabric.node.nvswitch.reduce_bandwidth") : 0;
+    for (const std::string& t : (sc.has("fabric.sharp.tiers") ? sc.get_strings("fabric.sharp.tiers") : std::vector<std::string>{})) {
+      m.sharp.leaf = m.sharp.leaf || t == "leaf";
+      m.sharp.spine = m.sharp.spine || t == "spine";
+    }
+    m.sharp.bw = sc.has("fabric.sharp.bandwidth") ? sc.get_bandwidth("fabric.sharp.bandwidth") : 0;
   }
   if (nm.on) {
     nm.gpus = static_cast<int>(sc.get_int("fabric.gpus_per_node"));
@@ -358,7 +376,7 @@ std::vector<RankEndpoints> build_platform(const Scenario& sc, const FabricModel&
   NodeBuilder node(nm, bw, nm.on ? model.nic.nic_latency_s : 0);
   auto plain_host = [&](sg4::NetZone* zone, unsigned long id) {
     sg4::Host* h = zone->create_host(host_name(id), kSpeed)->seal();
-    if (id < eps.size()) eps[id] = {h, h, h};
+    if (id < eps.size()) eps[id] = {h, h, h, nullptr, {}};
     return h;
   };
   auto netpoint_cb = [&](sg4::NetZone* zone, const std::vector<unsigned long>&, unsigned long id) {

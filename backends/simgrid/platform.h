@@ -63,18 +63,38 @@ struct RankEndpoints {
   // The node's NVSwitch as an endpoint, where it reduces (NodeModel::nvswitch_reduce): reached
   // from `gpu` over that GPU's NVLink alone; its speed is the switch's reduction rate.
   simgrid::s4u::Host* nvswitch = nullptr;
+  // InfiniBand SHARP (FabricModel::sharp): the aggregation nodes of the reduction tree of this
+  // rank's rail, from its leaf switch's up to the tree's root (one per reducing tier crossed); a
+  // host's speed is its aggregation rate (bytes/s of output). Empty where the fabric has none.
+  std::vector<simgrid::s4u::Host*> sharp;
 };
 
 // rail_optimized: GPU g of every node uses NIC g, cabled to rail leaf g; leaves joined by spines;
 // a node's GPUs joined by NVLink (NVSwitch), which is how traffic changes rail (NCCL's PXN).
+// Nodes come in groups of nodes_per_leaf (a scalable unit): each group has its own leaf per rail,
+// and every leaf has an uplink to every spine.
 struct RailModel {
   int gpus = 0, spines = 0;
+  int nodes_per_leaf = 0;  // 0: every node on one leaf per rail
   double nvlink_bw = 0, pcie_bw = 0, pcie_lat = 0;
+  bool nvswitch_reduce = false;   // the node's NVSwitch reduces (NodeModel::nvswitch_reduce)
+  double nvswitch_reduce_bw = 0;  // its rate; 0: not limiting
+};
+
+// InfiniBand SHARP (fabric.sharp.*, rail_optimized): the switches of the tiers listed reduce.
+// Each rail has one reduction tree (NCCL runs one aggregation flow per HCA rail): its leaves'
+// aggregation nodes (ANs) reduce their nodes' data, and with the spine tier one spine's AN (rail
+// g's on spine g mod spines) reduces the leaves' sums; the total comes back down the same tree.
+struct SharpModel {
+  bool leaf = false, spine = false;
+  double bw = 0;  // bytes/s an AN aggregates (its output); 0: not limiting (the ports are)
+  bool on() const { return leaf; }
 };
 
 struct FabricModel {
   NodeModel node;
   RailModel rail;
+  SharpModel sharp;
   bool alpha_beta = false;
   NicModel nic;
   int ranks = 0;
@@ -97,6 +117,7 @@ struct FabricModel {
       s.ranks_per_node = s.nics = rail.gpus;
       s.intra_bw = rail.nvlink_bw;
       s.nvlink = true;
+      s.nvls = rail.nvswitch_reduce;
     } else if (node.on) {
       s.ranks_per_node = node.gpus;
       s.nics = node.nics;
@@ -104,6 +125,7 @@ struct FabricModel {
       s.intra_bw = s.nvlink ? node.nvlink_bw : node.pcie_bw;
       s.nvls = node.nvswitch_reduce;
     }
+    s.collnet = sharp.on();
     return s;
   }
 };

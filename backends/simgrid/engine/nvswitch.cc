@@ -1,7 +1,9 @@
 // NVLink SHARP (NCCL's NVLS) on a node's NVSwitch: Device::switch_collective on the model.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <functional>
+#include <map>
 
 #include "rdmalab/reduce.h"
 #include "simgrid/engine/progress.h"
@@ -21,6 +23,8 @@ namespace {
 // next stage has room), so the stages of successive units overlap and both directions of every
 // NVLink stay busy.
 constexpr std::uint64_t kSwitchStageDepth = 2;
+// A host speed at or above this is the platform's "not limiting" (1e15: SHARP's ANs unless fabric.sharp.bandwidth).
+constexpr double kNotLimiting = 1e15;
 
 // The chunks of one shard (at least one, so an empty shard still has a unit to deliver).
 std::uint64_t chunks_per_shard(const SwitchCollective& a, int p) {
@@ -221,10 +225,48 @@ void run_nvls_tree(SwitchCall& call) {
   std::vector<std::vector<int>> children[2];
   for (int t = 0; t < 2; ++t) {
     children[t].assign(static_cast<std::size_t>(nodes), {});
-    for (int i = 0; i < nodes; ++i) {
+    for (int i = 0; i < nodes && !a.in_network; ++i) {
       const int parent = a.tree_parent[t][static_cast<std::size_t>(i)];
       if (parent >= 0) children[t][static_cast<std::size_t>(parent)].push_back(i);
     }
+  }
+  // SHARP (a.in_network): the aggregation nodes of each head's rail tree. an[i] is one AN of
+  // head h's tree: its parent there, its children (ANs below it, and the nodes whose head it
+  // receives), and what it waits for per key.
+  struct An {
+    sg4::Host* host = nullptr;
+    std::size_t head = 0;
+    int parent = -1;
+    std::vector<int> child_ans, child_nodes;
+  };
+  std::vector<An> an;
+  std::vector<int> leaf_an(static_cast<std::size_t>(nodes) * H, -1);  // [node * H + head]
+  std::vector<std::uint32_t> an_have;                                  // [an * keys + key]
+  if (a.in_network) {
+    std::map<std::pair<std::size_t, const sg4::Host*>, int> index;
+    auto an_of = [&](std::size_t h, sg4::Host* host) {
+      auto [it, fresh] = index.try_emplace({h, host}, static_cast<int>(an.size()));
+      if (fresh) an.push_back({host, h, -1, {}, {}});
+      return it->second;
+    };
+    for (int n = 0; n < nodes; ++n)
+      for (std::size_t h = 0; h < H; ++h) {
+        const auto& chain = call.sharp[static_cast<std::size_t>(n * L + call.heads[h])];
+        int below = -1;
+        for (std::size_t j = 0; j < chain.size(); ++j) {
+          const int i = an_of(h, chain[j]);
+          if (j == 0) {
+            leaf_an[static_cast<std::size_t>(n) * H + h] = i;
+            an[static_cast<std::size_t>(i)].child_nodes.push_back(n);
+          } else if (std::find(an[static_cast<std::size_t>(i)].child_ans.begin(), an[static_cast<std::size_t>(i)].child_ans.end(), below) ==
+                     an[static_cast<std::size_t>(i)].child_ans.end()) {
+            an[static_cast<std::size_t>(i)].child_ans.push_back(below);
+          }
+          if (below >= 0) an[static_cast<std::size_t>(below)].parent = i;
+          below = i;
+        }
+      }
+    an_have.assign(an.size() * keys, 0);
   }
   auto tree_of = [&](std::uint64_t k) { return static_cast<int>((k % keys) % lay.per_shard % 2); };
   auto unit_at = [&](int node, std::uint64_t k) { return static_cast<std::uint64_t>(node) * keys + k % keys; };
@@ -232,7 +274,7 @@ void run_nvls_tree(SwitchCall& call) {
   auto head = [&](const Unit& x) { return gpu(x.node, call.heads[x.head]); };
   auto sw = [&](int node) { return call.node_sw[static_cast<std::size_t>(node)]; };
 
-  enum Kind { stage_flow, up_arrival, down_arrival };
+  enum Kind { stage_flow, up_arrival, down_arrival, head_sent, an_arrival, an_reduced, an_result, head_result };
   struct Flight {
     sg4::ActivityPtr act;
     std::uint64_t unit;
@@ -244,11 +286,11 @@ void run_nvls_tree(SwitchCall& call) {
     const double bytes = std::max(1.0, static_cast<double>(u[k].len) * factor);
     flights.push_back({sg4::Comm::sendto_async(from, to, static_cast<std::uint64_t>(bytes)), k, dest, kind});
   };
-  auto exec_on = [&](sg4::Host* h, double seconds, std::uint64_t k) {
+  auto exec_on = [&](sg4::Host* h, double seconds, std::uint64_t k, int dest = -1, Kind kind = stage_flow) {
     sg4::ExecPtr e = sg4::this_actor::exec_init(std::max(1.0, seconds * h->get_speed()));
     e->set_host(h);
     e->start();
-    flights.push_back({e, k, -1, stage_flow});
+    flights.push_back({e, k, dest, kind});
   };
   auto deliver = [&](std::uint64_t k, int rank) {
     const Unit& x = u[k];
@@ -259,7 +301,26 @@ void run_nvls_tree(SwitchCall& call) {
   std::vector<std::uint64_t> busy(static_cast<std::size_t>(nodes) * H * kStages, 0);
   std::vector<std::deque<std::uint64_t>> waiting(busy.size());
   auto queue = [&](const Unit& x, int t) { return (static_cast<std::size_t>(x.node) * H + x.head) * kStages + static_cast<std::size_t>(t); };
-  auto depth = [&](int t) -> std::uint64_t { return t == kernel ? 1 : kSwitchStageDepth; };
+  // SHARP: a head keeps at most NCCL_STEPS (8) chunks in the network at once (its proxy's slots).
+  auto depth = [&](int t) -> std::uint64_t { return t == kernel ? 1 : t == tree ? 8 : kSwitchStageDepth; };
+  // SHARP: a head's NIC sends its chunks to the aggregation node one after another, in order (one
+  // queue pair's messages), not all at once sharing the link: chunks that shared it would all end
+  // together and leave the link idle while their totals came back.
+  std::vector<std::deque<std::uint64_t>> nic_queue(static_cast<std::size_t>(nodes) * H);
+  std::vector<char> nic_busy(nic_queue.size(), 0);
+  auto nic_next = [&](std::size_t q) {
+    if (nic_busy[q] || nic_queue[q].empty()) return;
+    const std::uint64_t k = nic_queue[q].front();
+    nic_queue[q].pop_front();
+    nic_busy[q] = 1;
+    const int i = leaf_an[q];
+    send(head(u[k]), an[static_cast<std::size_t>(i)].host, k, i, head_sent, 1.0);
+  };
+  auto post_up = [&](std::uint64_t k) {
+    const std::size_t q = static_cast<std::size_t>(u[k].node) * H + u[k].head;
+    nic_queue[q].push_back(k);
+    nic_next(q);
+  };
   auto begin = [&](std::uint64_t k) {
     Unit& x = u[k];
     switch (x.stage) {
@@ -283,6 +344,9 @@ void run_nvls_tree(SwitchCall& call) {
         x.pending = 1;
         send(head(x), sw(x.node), k, -1, stage_flow, a.wire_factor);
         break;
+      case tree:  // SHARP: the node's sum to its rail's leaf aggregation node; done when the total is back
+        post_up(k);
+        break;
       case mcast:
         x.pending = L;
         for (int l = 0; l < L; ++l) send(sw(x.node), gpu(x.node, l), k, x.node * L + l, stage_flow, a.wire_factor);
@@ -301,6 +365,20 @@ void run_nvls_tree(SwitchCall& call) {
       begin(k);
     }
   };
+  // SHARP: the total for key k comes down from aggregation node i to the ANs and heads below it.
+  auto an_down = [&](int i, std::uint64_t k) {
+    const An& x = an[static_cast<std::size_t>(i)];
+    for (int c : x.child_ans) send(x.host, an[static_cast<std::size_t>(c)].host, k, c, an_result, 1.0);
+    for (int m : x.child_nodes) send(x.host, head(u[unit_at(m, k)]), unit_at(m, k), -1, head_result, 1.0);
+  };
+  // The total of key k (every node's sum), for every node's delivery.
+  auto total = [&](std::uint64_t k) {
+    const Unit& x = u[k];
+    if (!a.real || !x.len) return;
+    std::memcpy(call.result.data() + x.at, call.in[0] + x.at, x.len);
+    for (std::size_t r = 1; r < call.in.size(); ++r)
+      host_reduce(call.result.data() + x.at, call.result.data() + x.at, call.in[r] + x.at, x.len / es, dtype, op);
+  };
   // The result goes down from unit k's node to its children, and k moves on to its store.
   std::function<void(std::uint64_t)> down = [&](std::uint64_t k) {
     const Unit& x = u[k];
@@ -318,11 +396,7 @@ void run_nvls_tree(SwitchCall& call) {
       send(head(x), head(u[unit_at(parent, k)]), unit_at(parent, k), -1, up_arrival, 1.0);
       return;
     }
-    if (a.real && x.len) {  // the root has every node's sum: the total, for every node's delivery
-      std::memcpy(call.result.data() + x.at, call.in[0] + x.at, x.len);
-      for (std::size_t r = 1; r < call.in.size(); ++r)
-        host_reduce(call.result.data() + x.at, call.result.data() + x.at, call.in[r] + x.at, x.len / es, dtype, op);
-    }
+    total(k);  // the root has every node's sum
     down(k);
   };
   enter = [&](std::uint64_t k, int t) {
@@ -332,7 +406,7 @@ void run_nvls_tree(SwitchCall& call) {
       ++finished;
       return;
     }
-    if (t == tree) {
+    if (t == tree && !a.in_network) {
       ++x.have;
       climb(k);
       return;
@@ -352,6 +426,40 @@ void run_nvls_tree(SwitchCall& call) {
     }
     if (f.kind == down_arrival) {
       down(f.unit);
+      continue;
+    }
+    if (f.kind == head_sent) {  // the head's NIC takes its next chunk; the input is at its leaf's AN
+      const std::size_t q = static_cast<std::size_t>(x.node) * H + x.head;
+      nic_busy[q] = 0;
+      nic_next(q);
+    }
+    if (f.kind == an_arrival || f.kind == head_sent) {  // an input reached aggregation node f.dest: it reduces once it has all
+      const An& n = an[static_cast<std::size_t>(f.dest)];
+      const std::size_t inputs = n.child_ans.size() + n.child_nodes.size();
+      if (++an_have[static_cast<std::size_t>(f.dest) * keys + f.unit % keys] != inputs) continue;
+      if (n.host->get_speed() < kNotLimiting) {  // its output at its aggregation rate
+        exec_on(n.host, static_cast<double>(x.len) / n.host->get_speed(), f.unit, f.dest, an_reduced);
+        continue;
+      }
+    }
+    if (f.kind == an_arrival || f.kind == head_sent || f.kind == an_reduced) {  // up to the parent's aggregation node; at the root, back down
+      const An& n = an[static_cast<std::size_t>(f.dest)];
+      if (n.parent >= 0) {
+        send(n.host, an[static_cast<std::size_t>(n.parent)].host, f.unit, n.parent, an_arrival, 1.0);
+      } else {
+        total(f.unit);
+        an_down(f.dest, f.unit);
+      }
+      continue;
+    }
+    if (f.kind == an_result) {
+      an_down(f.dest, f.unit);
+      continue;
+    }
+    if (f.kind == head_result) {
+      --busy[queue(x, tree)];
+      pump(x, tree);
+      enter(f.unit, store);
       continue;
     }
     if (f.dest >= 0) deliver(f.unit, f.dest);
@@ -380,9 +488,15 @@ Status run_switch_collective(World& w_, int rank_, const SwitchCollective& a) {
       if (nodes > 1 && r >= L && r % L == 0 && mine == w_.eps[static_cast<std::size_t>(r - L)].nvswitch)
         return Status(Errc::invalid_argument, fmt::format("ranks {} and {} share an NVSwitch: not {} nodes", r - L, r, nodes));
     }
-    if (nodes > 1 && (a.kind != SwitchCollective::Kind::all_reduce || a.tree_parent[0].size() != static_cast<std::size_t>(nodes) ||
-                      a.tree_parent[1].size() != static_cast<std::size_t>(nodes)))
+    if (nodes > 1 && !a.in_network && (a.kind != SwitchCollective::Kind::all_reduce || a.tree_parent[0].size() != static_cast<std::size_t>(nodes) ||
+                                       a.tree_parent[1].size() != static_cast<std::size_t>(nodes)))
       return Status(Errc::invalid_argument, "NVLSTree is an all_reduce with a parent per node in each of its two trees");
+    if (a.in_network && (nodes < 2 || a.kind != SwitchCollective::Kind::all_reduce))
+      return Status(Errc::invalid_argument, "NVLS with SHARP is an all_reduce across nodes");
+    if (a.in_network)
+      for (int r = 0; r < p; ++r)
+        if (w_.eps[static_cast<std::size_t>(r)].sharp.empty())
+          return Status(Errc::not_supported, fmt::format("rank {}'s rail has no switch that reduces (fabric.sharp.tiers)", r));
     if (w_.switch_seq.empty()) w_.switch_seq.assign(static_cast<std::size_t>(p), 0);
     const std::uint64_t seq = w_.switch_seq[static_cast<std::size_t>(rank_)]++;
     auto& slot = w_.switch_calls[seq];
@@ -398,21 +512,24 @@ Status run_switch_collective(World& w_, int rank_, const SwitchCollective& a) {
       slot->sw = e.nvswitch;
       if (nodes > 1) {
         for (int n = 0; n < nodes; ++n) slot->node_sw.push_back(w_.eps[static_cast<std::size_t>(n * L)].nvswitch);
-        // NCCL's NVLS heads: one GPU per NIC (the first GPU attached to it).
+        // NCCL's NVLS heads: one GPU per NIC (the first GPU attached to it; on rails, every GPU).
         const auto& gpu_nic = w_.model.node.gpu_nic;
+        const bool rails = w_.model.rail.gpus > 0;
         std::vector<int> seen;
         for (int l = 0; l < L; ++l) {
-          const int nic = static_cast<std::size_t>(l) < gpu_nic.size() ? gpu_nic[static_cast<std::size_t>(l)] : 0;
+          const int nic = rails ? l : static_cast<std::size_t>(l) < gpu_nic.size() ? gpu_nic[static_cast<std::size_t>(l)] : 0;
           if (std::find(seen.begin(), seen.end(), nic) == seen.end()) {
             seen.push_back(nic);
             slot->heads.push_back(l);
           }
         }
       }
+      if (a.in_network)
+        for (int r = 0; r < p; ++r) slot->sharp.push_back(w_.eps[static_cast<std::size_t>(r)].sharp);
       if (a.real && a.kind != SwitchCollective::Kind::all_gather) slot->result.assign(a.bytes, 0);
     }
     std::shared_ptr<SwitchCall> call = slot;
-    if (call->args.kind != a.kind || call->args.bytes != a.bytes || call->args.nodes != a.nodes)
+    if (call->args.kind != a.kind || call->args.bytes != a.bytes || call->args.nodes != a.nodes || call->args.in_network != a.in_network)
       return Status(Errc::invalid_argument, fmt::format("rank {}: switch collective {} does not match the other ranks'", rank_, seq));
     const auto me = static_cast<std::size_t>(rank_);
     call->in[me] = static_cast<const std::uint8_t*>(a.in);

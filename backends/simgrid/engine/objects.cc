@@ -27,6 +27,7 @@ Capabilities sim_caps() {
   c.memory_kinds.add(MemoryKind::cuda);  // modelled: host bytes, routed through the GPU's data path
   c.models_gpu_memory = true;
   c.switch_reduction = true;  // where the node's NVSwitch reduces (fabric.node.nvswitch.reduce)
+  c.in_network_reduction = true;  // where the fabric's switches reduce (fabric.sharp.tiers)
   return c;
 }
 

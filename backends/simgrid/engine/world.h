@@ -221,6 +221,7 @@ struct SwitchCall {
   sg4::Host* sw = nullptr;          // the (first) node's switch: where the call's actor runs
   std::vector<sg4::Host*> node_sw;  // NVLSTree: each node's switch
   std::vector<int> heads;           // NVLSTree: the local ranks that are heads (one per NIC)
+  std::vector<std::vector<sg4::Host*>> sharp;  // NVLS with SHARP: each rank's aggregation nodes, leaf first
   std::vector<std::uint64_t> delivered, expected;
   std::vector<std::uint8_t> result;  // the reduced bytes, for real payloads
   sg4::MutexPtr mu = sg4::Mutex::create();

@@ -45,6 +45,9 @@ struct NodeShape {
   GpuGeneration gpu = GpuGeneration::hopper;
   bool amd_cpu = false;
   bool nvls = false;
+  // The fabric's switches reduce for this job (InfiniBand SHARP, NCCL's CollNet): what NCCL's
+  // collnetEnable and a SHARP plugin give it.
+  bool collnet = false;
   // The backend models NCCL's protocol costs (framing, step and base latencies: tuning.h) — a
   // model of time that includes the software (SimGrid's calibrated model; not alpha_beta, which
   // is the links alone, nor real hardware, where they are real).

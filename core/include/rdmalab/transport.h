@@ -54,6 +54,8 @@ struct Capabilities {
   bool models_gpu_memory = false;
   // An NVSwitch that reduces (NVLink SHARP) can be modelled: Device::switch_collective.
   bool switch_reduction = false;
+  // The fabric's switches can reduce (InfiniBand SHARP): SwitchCollective::in_network.
+  bool in_network_reduction = false;
   // The port's active rate in Gb/s (verbs: ibv_query_port's width x speed, as ibv_devinfo shows
   // it); 0 where there is no real port (the model, loopback). Rows carry it (port_gbps), so a
   // comparison can tell when the scenario's fabric does not describe the device.
@@ -397,6 +399,11 @@ struct SwitchCollective {
   int nodes = 1;
   std::vector<int> tree_parent[2];
   double head_bw = 0;
+  // NCCL's NVLS across nodes with CollNet (InfiniBand SHARP): as NVLSTree inside each node, but
+  // each head sends its node's sum to the aggregation node of its rail's leaf switch, the
+  // switches reduce it up their tree (leaf, then spine) and multicast the total back down to the
+  // heads; tree_parent is not used. Errors: not_supported where the fabric's switches do not reduce.
+  bool in_network = false;
 };
 
 // An opened device (verbs' context). One per rank.

@@ -256,8 +256,8 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
   // The chunk NVLS and NVLSTree run with, and NCCL's for the size (tuning.h): workload.chunk, or
   // NCCL's, on a simulation at least simulated_chunk_floor's.
   auto switch_chunk = [&](const SizePlan& s) -> std::pair<std::uint64_t, std::uint64_t> {
-    const bool tree = s.algo == Algorithm::nvls_tree;
-    const std::uint64_t nccl = nvls_chunk_bytes(tree, s.bytes, tree ? job_nodes : 1, tree ? node_heads : env.size, env.shape.gpu);
+    const bool tree = s.algo == Algorithm::nvls_tree, heads = tree || job_nodes > 1;  // across nodes: NCCL's NVLS heads
+    const std::uint64_t nccl = nvls_chunk_bytes(tree, s.bytes, heads ? job_nodes : 1, heads ? node_heads : env.size, env.shape.gpu);
     if (p.chunk_set) return {p.chunk, nccl};
     return {env.dev.caps().models_time ? std::max(nccl, simulated_chunk_floor(s.bytes, es)) : nccl, nccl};
   };
@@ -282,6 +282,13 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
     if (modelled) {
       sw.wire_factor = nvls_wire_factor(env.shape.gpu);
       sw.latency_s = s.choice.costs.base_us * 1e-6 + s.choice.costs.intra_step_us * 1e-6;
+    }
+    if (s.algo == Algorithm::nvls && job_nodes > 1) {
+      // NCCL's NVLS across nodes with CollNet: the heads' sums go up their rails' SHARP trees;
+      // its latency is one NVLS step and one network step (NCCL's model).
+      sw.nodes = job_nodes;
+      sw.in_network = true;
+      if (modelled) sw.latency_s += s.choice.costs.inter_step_us * 1e-6;
     }
     if (s.algo == Algorithm::nvls_tree) {
       // NCCL's NVLSTree: NCCL's double binary tree between the nodes (btree_node), its latency
@@ -444,11 +451,13 @@ Status check_collective(const Scenario& sc, const Capabilities& caps, int ranks,
     if (!caps.switch_reduction)
       return sc.error("workload.algorithm", "nvls (NVLink SHARP: the NVSwitch reduces) is modelled on simgrid only; this backend has no switch "
                                             "that reduces: use ring or tree here");
-    if (sc.get_int("fabric.nodes") != 1)
-      return sc.error("workload.algorithm", fmt::format("nvls runs inside one node's NVSwitch, and this run spans {} nodes (NCCL's NVLS "
-                                                        "across nodes needs CollNet, not modelled): use nvls_tree (NVLS in each node, "
-                                                        "a tree between them), ring or tree",
-                                                        sc.get_int("fabric.nodes")));
+    if (sc.get_int("fabric.nodes") != 1 && coll != Collective::all_reduce)
+      return sc.error("workload.algorithm", fmt::format("{} with nvls runs inside one node's NVSwitch, and this run spans {} nodes: "
+                                                        "use ring", name, sc.get_int("fabric.nodes")));
+    if (sc.get_int("fabric.nodes") != 1 && !caps.in_network_reduction)
+      return sc.error("workload.algorithm", fmt::format("nvls across nodes ({} here) needs switches in the network that reduce "
+                                                        "(InfiniBand SHARP, NCCL's CollNet), modelled on simgrid only: use nvls_tree, "
+                                                        "ring or tree here", sc.get_int("fabric.nodes")));
   }
   if (alg == "nvls_tree") {
     if (!caps.switch_reduction)

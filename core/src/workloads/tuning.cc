@@ -255,9 +255,11 @@ std::vector<TuningCandidate> tuning_table(const TuningInput& in, Collective coll
       }
       c.latency_us = lat;
       // Which NCCL would not consider.
-      if (collnet) disable("CollNet needs a SHARP-capable network (collnetEnable), not modelled yet");
+      if (collnet && !in.collnet) disable("CollNet needs a network whose switches reduce (collnetEnable; fabric.sharp.tiers)");
+      if (collnet && in.collnet) disable("CollNet Direct and Chain (GPUs gather to the NICs without NVLS) are not among rdmalab's algorithms");
       if (a == TunedAlgo::nvls_tree && nodes == 1) disable("NVLSTree is for several nodes");
-      if (a == TunedAlgo::nvls && nodes > 1) disable("NVLS across nodes needs CollNet");
+      if (a == TunedAlgo::nvls && nodes > 1 && !in.collnet) disable("NVLS across nodes needs CollNet (a network whose switches reduce)");
+      if (a == TunedAlgo::nvls && nodes > 1 && !ar) disable("NVLS across nodes runs all_reduce only here");
       if ((a == TunedAlgo::nvls || a == TunedAlgo::nvls_tree) && !in.nvls_support)
         disable("no NVLink SHARP here (an NVSwitch that reduces, Hopper or later)");
       if (p == Protocol::ll128 && !g.nvlink && ppn > 1) disable("LL128 needs NVLink between the GPUs of a node (typeIntra <= NVB)");
@@ -295,6 +297,7 @@ TuningInput graph_for(const TunedNode& node) {
   in.gen = node.gen;
   in.amd_cpu = node.amd_cpu;
   in.nvls_support = node.nvls && rpn > 1;
+  in.collnet = node.collnet && in.nodes > 1;
   const double intra = node.intra_bw / 1e9, nic = node.nic_bw / 1e9;  // GB/s, as NCCL counts
   // NCCL's search finds one ring per NVLink (NCCL's per-link rate, 20 GB/s and up) or per NIC,
   // and ncclTopoPostset doubles the channels, halving each one's share (at most MAXCHANNELS 32).
@@ -361,6 +364,7 @@ TunedNode tuned_node(const NodeShape& shape, int ranks) {
   n.gen = shape.gpu;
   n.amd_cpu = shape.amd_cpu;
   n.nvls = shape.nvls;
+  n.collnet = shape.collnet;
   return n;
 }
 

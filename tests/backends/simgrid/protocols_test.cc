@@ -138,7 +138,7 @@ TEST(Nvls, RefusedWhereNoSwitchReduces) {
   expect_refusal("loopback", "name: t\nworkload: { type: all_reduce, algorithm: nvls }\n", {}, "modelled on simgrid only");
   expect_refusal("simgrid", "name: t\nfabric: { nodes: 1, preset: cx6-hdr-a100 }\nworkload: { type: all_reduce, algorithm: nvls }\n", {},
                  "fabric.node.nvswitch.reduce");
-  expect_refusal("simgrid", kH100Node, {"fabric.nodes=2", "workload.algorithm=nvls"}, "one node");
+  expect_refusal("simgrid", kH100Node, {"fabric.nodes=2", "workload.algorithm=nvls"}, "InfiniBand SHARP");
 }
 
 // Two H100 nodes (8 GPUs, 8 NDR NICs each) whose NVSwitches reduce, under one switch.
@@ -194,6 +194,97 @@ TEST(NvlsTree, RefusedWhereItDoesNotExist) {
   expect_refusal("simgrid", kH100Node, {"workload.algorithm=nvls_tree"}, "several nodes");
   expect_refusal("simgrid", "name: t\nfabric: { nodes: 2, preset: cx6-hdr-a100 }\nworkload: { type: all_reduce, algorithm: nvls_tree }\n", {},
                  "fabric.node.nvswitch.reduce");
+}
+
+// H100 nodes on rails (GPU g of every node on NIC g, cabled to rail g's leaf) whose switches
+// reduce (InfiniBand SHARP): `extra` goes into the fabric mapping.
+std::string sharp_rails(int nodes, int gpus, const std::string& extra) {
+  return "name: t\nbackend: simgrid\nfabric: { topology: rail_optimized, nodes: " + std::to_string(nodes) + ", gpus_per_node: " +
+         std::to_string(gpus) + ", preset: cx7-ndr-h100, " + extra +
+         " }\nworkload: { type: all_reduce, memory: cuda, placement: out_of_place, iterations: 1, warmup: 0 }\n";
+}
+
+TEST(Sharp, ReducesExactlyUpTheLeavesAndTheSpine) {
+  if (!have_simgrid()) GTEST_SKIP() << "needs the SimGrid backend";
+  // Two nodes under one leaf per rail; four in two groups of two, whose rails' trees go up to a spine.
+  for (const std::string& fabric : {sharp_rails(2, 4, "sharp: { tiers: [leaf] }"),
+                                    sharp_rails(4, 2, "rail: { nodes_per_leaf: 2, spines: 2 }, sharp: { tiers: [leaf, spine] }")})
+    for (const char* dt : {"fp32", "bf16"})
+      for (const char* op : {"sum", "max"}) {
+        auto out = run("simgrid", fabric,
+                       {"workload.algorithm=nvls", std::string("workload.dtype=") + dt, std::string("workload.op=") + op, "workload.placement=both",
+                        "workload.sizes=[64B,1000000B]", "workload.chunk=64KiB", "workload.iterations=2"});
+        ASSERT_TRUE(out.status.is_ok()) << dt << " " << op << ": " << out.status.to_string();
+        ASSERT_EQ(out.rows.size(), 4u);
+        for (const auto& r : out.rows) {
+          EXPECT_EQ(r.errors, 0u) << fabric << dt << " " << op << " " << r.bytes << " " << r.notes.at("placement");
+          EXPECT_EQ(r.notes.at("algorithm"), "nvls");
+        }
+      }
+}
+
+TEST(Sharp, EachNicCarriesItsShardOnceEachWayWhereATreeCarriesItTwice) {
+  if (!have_simgrid()) GTEST_SKIP() << "needs the SimGrid backend";
+  // Four nodes of 4 GPUs under one leaf per rail, 100 Gb/s NICs (12.5 GB/s), links alone: the NICs
+  // are the limit (NVLink carries n + n/4 at 300+ GB/s). With SHARP each head's NIC sends its shard
+  // (n/4) up once and receives the total once: algbw = 4 NICs x 12.5 = 50 GB/s. NVLSTree's double
+  // binary tree makes each head an inner node of one tree: twice its shard each way, 25 GB/s.
+  const std::string f = sharp_rails(4, 4, "model: alpha_beta, link: { bandwidth: 100Gbps }, sharp: { tiers: [leaf] }");
+  const std::vector<std::string> sets = {"workload.size=256MiB", "workload.payload=phantom", "workload.chunk=1MiB"};
+  auto with = [&](const char* algo) {
+    auto s = sets;
+    s.push_back(std::string("workload.algorithm=") + algo);
+    auto out = run("simgrid", f, s);
+    EXPECT_TRUE(out.status.is_ok()) << out.status.to_string();
+    return out.rows.empty() ? 0.0 : out.rows[0].extra.at("algbw_gbps");
+  };
+  const double sharp = with("nvls"), tree = with("nvls_tree");
+  EXPECT_LT(sharp, 50.0);
+  EXPECT_GT(sharp, 0.9 * 50.0);
+  EXPECT_LT(tree, 25.0);
+  EXPECT_GT(tree, 0.8 * 25.0);  // its chunks share the link and end together (83 % here)
+}
+
+TEST(Sharp, AutoRunsNvlsAcrossNodesWhereNcclsModelPicksIt) {
+  if (!have_simgrid()) GTEST_SKIP() << "needs the SimGrid backend";
+  // Four nodes of 8 H100 with SHARP leaves: NCCL's model puts NVLS (with CollNet) first at 1 MiB
+  // (43 us + bytes / 198.2 GB/s; NcclTuning.NvlsWithCollNetOnH100Nodes) and the tree with LL at 4 KiB.
+  auto out = run("simgrid", sharp_rails(4, 8, "sharp: { tiers: [leaf] }"), {"workload.sizes=[4KiB,1MiB]", "workload.payload=phantom"});
+  ASSERT_TRUE(out.status.is_ok()) << out.status.to_string();
+  ASSERT_EQ(out.rows.size(), 2u);
+  EXPECT_EQ(out.rows[0].notes.at("algorithm"), "tree");
+  EXPECT_EQ(out.rows[1].notes.at("algorithm"), "nvls");
+  EXPECT_EQ(out.rows[1].notes.at("nccl_choice"), "NVLS/Simple");
+}
+
+// The scenario is refused before the run, naming `key`, with `words` in the reason.
+void expect_key_refusal(const std::string& yaml, std::vector<std::string> sets, const char* key, const char* words) {
+  auto sc = parse_scenario(yaml, "t.yaml", sets, full_schema(all_backends()));
+  ASSERT_TRUE(sc.is_ok()) << sc.status().message();
+  auto be = all_backends().make("simgrid");
+  ASSERT_TRUE(be.is_ok());
+  Status st = check_run(*sc, **be);
+  ASSERT_FALSE(st.is_ok()) << yaml;
+  EXPECT_NE(st.message().find(key), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find(words), std::string::npos) << st.message();
+}
+
+TEST(Sharp, RefusedWhereTheSwitchesCannotReduce) {
+  if (!have_simgrid()) GTEST_SKIP() << "needs the SimGrid backend";
+  // No backend but the model has switches that reduce; across nodes nvls needs them.
+  expect_refusal("loopback", "name: t\nfabric: { nodes: 2 }\nworkload: { type: all_reduce, algorithm: nvls }\n", {}, "simgrid only");
+  expect_refusal("simgrid", h100_nodes(2), {"workload.algorithm=nvls"}, "fabric.sharp.tiers");
+  expect_refusal("simgrid", sharp_rails(2, 4, "sharp: { tiers: [leaf] }"), {"workload.algorithm=nvls", "workload.type=reduce_scatter"}, "use ring");
+  // SHARP is built on rails only, needs its leaves, a root above several groups, and at most
+  // trees_per_switch rails' trees on a spine.
+  expect_key_refusal(h100_nodes(2), {"fabric.sharp.tiers=[leaf]"}, "fabric.sharp.tiers", "rail_optimized");
+  expect_key_refusal(sharp_rails(2, 4, "sharp: { tiers: [spine] }"), {}, "fabric.sharp.tiers", "starts at the leaf");
+  expect_key_refusal(sharp_rails(4, 4, "rail: { nodes_per_leaf: 2 }, sharp: { tiers: [leaf] }"), {}, "fabric.sharp.tiers", "add spine");
+  expect_key_refusal(sharp_rails(4, 8, "rail: { nodes_per_leaf: 2, spines: 2 }, sharp: { tiers: [leaf, spine] }"), {},
+                     "fabric.sharp.trees_per_switch", "at least 4");
+  expect_key_refusal(sharp_rails(2, 4, "sharp: { tiers: [leaf, core] }"), {}, "fabric.sharp.tiers", "allowed: leaf, spine");
+  expect_key_refusal(sharp_rails(2, 4, "sharp: { bandwidth: 400Gbps }"), {}, "fabric.sharp.bandwidth", "set fabric.sharp.tiers");
+  expect_key_refusal(sharp_rails(3, 4, "rail: { nodes_per_leaf: 2 }"), {}, "fabric.rail.nodes_per_leaf", "divisor");
 }
 
 }  // namespace

@@ -258,6 +258,37 @@ TEST(NcclTuning, NvlsTreeOnTwoAndFourH100Nodes) {
   for (const auto& c : tuning_table(in, Collective::all_reduce, 1u << 30)) EXPECT_FALSE(c.algo == TunedAlgo::nvls && c.enabled);
 }
 
+// The same nodes with a network whose switches reduce (collnetEnable, InfiniBand SHARP): NVLS
+// across nodes is on, on NVLSTree's graph (8 channels of 48 GB/s): min(48 × .85 × 7/8 × 2 = 71.4,
+// bwInter 48) × 8 = 384 GB/s of bus bandwidth, converted as a ring's (16/30 on two nodes, 32/62
+// on four); latency 25 (NVLink's NVLS step) + 18 (the network's), paid once.
+TEST(NcclTuning, NvlsWithCollNetOnH100Nodes) {
+  TunedNode two{16, 8, 8, 370.8e9, 50e9, true, GpuGeneration::hopper, false, true, true};
+  const auto in = graph_for(two);
+  EXPECT_TRUE(in.collnet);
+  const std::vector<Expect> e = {
+      {TunedAlgo::nvls, Protocol::simple, 25 + 18, 8 * 48.0 * 16 / 30},
+      {TunedAlgo::nvls_tree, Protocol::simple, 25 + 2 * 20.9, 8 * 57.7 * 16 / 30},
+  };
+  // 1 MiB: NVLS 43 + 5.1 = 48.1, ahead of the tree's LL128 (59.4) and NVLSTree (71.1).
+  check(in, Collective::all_reduce, 1 << 20, e, TunedAlgo::nvls, Protocol::simple);
+  // 1 GiB: NVLSTree's kernels (246.2 GB/s) beat NVLS's 204.8: 4428 us against 5286.
+  check(in, Collective::all_reduce, 1u << 30, e, TunedAlgo::nvls_tree, Protocol::simple);
+  // Four nodes: NVLS 384 × 32/62 = 198.2 GB/s beats NVLSTree's 187.9 and the ring's 191.4, up to 16 GiB.
+  TunedNode four{32, 8, 8, 370.8e9, 50e9, true, GpuGeneration::hopper, false, true, true};
+  const auto in4 = graph_for(four);
+  const std::vector<Expect> e4 = {{TunedAlgo::nvls, Protocol::simple, 43.0, 8 * 48.0 * 32 / 62}};
+  check(in4, Collective::all_reduce, 1u << 30, e4, TunedAlgo::nvls, Protocol::simple);
+  check(in4, Collective::all_reduce, 16ull << 30, e4, TunedAlgo::nvls, Protocol::simple);
+  // CollNet Direct and Chain are listed, off (not run here); reduce_scatter does not take NVLS across nodes.
+  for (const auto& c : tuning_table(in4, Collective::all_reduce, 1u << 30))
+    if (c.algo == TunedAlgo::collnet_direct || c.algo == TunedAlgo::collnet_chain) EXPECT_FALSE(c.enabled);
+  for (const auto& c : tuning_table(in4, Collective::reduce_scatter, 1u << 30)) EXPECT_FALSE(c.algo == TunedAlgo::nvls && c.enabled);
+  // One node: CollNet means nothing there.
+  TunedNode one{8, 8, 8, 370.8e9, 50e9, true, GpuGeneration::hopper, false, true, true};
+  EXPECT_FALSE(graph_for(one).collnet);
+}
+
 // NCCL's NVLS chunks (src/enqueue.cc): 128 KiB, smaller while the size would not keep 16 channels
 // x 8 heads = 128 operations busy (NVLS: under 64, 8, 2 chunks each; NVLSTree: under 4, 1), and
 // NVLSTree at most 64 KiB from 4 nodes.

@@ -59,6 +59,7 @@ struct TuningInput {
   bool amd_cpu = false;  // cpuVendor: the LL bandwidth cap and the network post overhead depend on it
   TuningGraph ring, tree, nvls;
   bool nvls_support = false;  // NVLink SHARP usable (an NVSwitch that reduces, several GPUs per node)
+  bool collnet = false;       // collnetEnable with a SHARP network (NCCL_COLLNET_ENABLE=1 and the plugin)
 };
 
 // One (algorithm, protocol): the model's latency (µs) and bus bandwidth (GB/s, converted to the
@@ -92,6 +93,7 @@ struct TunedNode {
   GpuGeneration gen = GpuGeneration::hopper;
   bool amd_cpu = false;
   bool nvls = false;
+  bool collnet = false;  // the network's switches reduce (InfiniBand SHARP)
 };
 TuningInput graph_for(const TunedNode& node);
 TunedNode tuned_node(const NodeShape& shape, int ranks);
