@@ -190,6 +190,9 @@ Status check_fabric(const Scenario& sc) {
       if (sc.is_set(k) && !(std::string(k) == "fabric.sharp.tiers" && (!sc.has(k) || sc.get_strings(k).empty())))
         return sc.error(k, fmt::format("is modelled on topology rail_optimized (a {} here): SHARP needs the leaf switches cabled to one HCA "
                                        "rail each (NVIDIA's SHARP deployment rule), which rail_optimized builds", topo));
+  if (algorithm == "collnet" && sc.get_int("fabric.nodes") > 1 && (sc.has("fabric.sharp.tiers") ? sc.get_strings("fabric.sharp.tiers") : std::vector<std::string>{}).empty())
+    return sc.error("workload.algorithm", "collnet is NCCL's CollNet Direct: the network's switches must reduce (InfiniBand SHARP: "
+                                          "fabric.sharp.tiers on a rail_optimized fabric); without SHARP use ring or tree");
   if (algorithm == "nvls" && sc.get_int("fabric.nodes") > 1 && (sc.has("fabric.sharp.tiers") ? sc.get_strings("fabric.sharp.tiers") : std::vector<std::string>{}).empty())
     return sc.error("workload.algorithm", fmt::format("nvls across nodes ({} here) is NCCL's NVLS with CollNet: the network's switches must "
                                                       "reduce too (InfiniBand SHARP: fabric.sharp.tiers on a rail_optimized fabric); without "

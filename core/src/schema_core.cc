@@ -73,7 +73,7 @@ Schema core_schema() {
   s.add_choice("workload.op", "sum", "reduction operator of all_reduce, reduce_scatter and reduce", {"sum", "prod", "max", "min"});
   s.add("workload.root", T::integer, "0", "root rank of broadcast and reduce", 0, 1 << 20);
   s.add_choice("workload.algorithm", "auto", "collective algorithm; auto: NCCL's tuning model picks per size (docs/collectives.md)",
-               {"auto", "ring", "tree", "rhd", "chain", "binomial", "pairwise", "nvls", "nvls_tree"});
+               {"auto", "ring", "tree", "rhd", "chain", "binomial", "pairwise", "nvls", "nvls_tree", "collnet"});
   s.add_choice("workload.protocol", "auto",
                "NCCL's protocol for collectives: ll, ll128, simple; auto: NCCL's tuning model picks per size. Its costs are modelled on "
                "simgrid; elsewhere the chunks move as they are (simple)",

@@ -324,13 +324,16 @@ void run_nvls_tree(SwitchCall& call) {
   auto begin = [&](std::uint64_t k) {
     Unit& x = u[k];
     switch (x.stage) {
-      case up:
+      case up:  // every GPU's copy to the switch (CollNet Direct: to the head, over NVLink)
         x.pending = L;
-        for (int l = 0; l < L; ++l) send(gpu(x.node, l), sw(x.node), k, -1, stage_flow, a.wire_factor);
+        for (int l = 0; l < L; ++l) send(gpu(x.node, l), a.direct ? head(x) : sw(x.node), k, -1, stage_flow, a.wire_factor);
         break;
       case reduce:
         x.pending = 1;
-        exec_on(sw(x.node), static_cast<double>(x.len) * L / sw(x.node)->get_speed(), k);
+        if (a.direct)  // the head adds L copies in its memory: L read, one written
+          exec_on(head(x), a.gpu_memory_bw > 0 ? static_cast<double>(x.len) * (L + 1) / a.gpu_memory_bw : 0, k);
+        else
+          exec_on(sw(x.node), static_cast<double>(x.len) * L / sw(x.node)->get_speed(), k);
         break;
       case to_head:
         x.pending = 1;
@@ -347,9 +350,9 @@ void run_nvls_tree(SwitchCall& call) {
       case tree:  // SHARP: the node's sum to its rail's leaf aggregation node; done when the total is back
         post_up(k);
         break;
-      case mcast:
+      case mcast:  // the switch multicasts the total (CollNet Direct: the head sends it to each GPU)
         x.pending = L;
-        for (int l = 0; l < L; ++l) send(sw(x.node), gpu(x.node, l), k, x.node * L + l, stage_flow, a.wire_factor);
+        for (int l = 0; l < L; ++l) send(a.direct ? head(x) : sw(x.node), gpu(x.node, l), k, x.node * L + l, stage_flow, a.wire_factor);
         break;
       default: break;
     }
@@ -402,6 +405,10 @@ void run_nvls_tree(SwitchCall& call) {
   enter = [&](std::uint64_t k, int t) {
     Unit& x = u[k];
     x.stage = t;
+    if (a.direct && (t == to_head || t == store)) {  // CollNet Direct: the head already holds what a switch would give it
+      enter(k, t + 1);
+      return;
+    }
     if (t == done) {
       ++finished;
       return;
@@ -476,11 +483,12 @@ void run_nvls_tree(SwitchCall& call) {
 Status run_switch_collective(World& w_, int rank_, const SwitchCollective& a) {
     const RankEndpoints& e = w_.eps[static_cast<std::size_t>(rank_)];
     const int p = static_cast<int>(w_.eps.size());
-    if (!e.nvswitch) return Status(Errc::not_supported, "this node's NVSwitch does not reduce (fabric.node.nvswitch.reduce)");
+    if (!e.nvswitch && !a.direct) return Status(Errc::not_supported, "this node's NVSwitch does not reduce (fabric.node.nvswitch.reduce)");
+    if (a.direct && !a.in_network) return Status(Errc::invalid_argument, "CollNet Direct reduces in the network (in_network)");
     const int nodes = std::max(1, a.nodes);
     if (p % nodes != 0) return Status(Errc::invalid_argument, fmt::format("{} ranks do not fill {} nodes", p, nodes));
     const int L = p / nodes;
-    for (int r = 0; r < p; ++r) {
+    for (int r = 0; r < p && !a.direct; ++r) {
       const sg4::Host* mine = w_.eps[static_cast<std::size_t>(r / L * L)].nvswitch;
       if (w_.eps[static_cast<std::size_t>(r)].nvswitch != mine)
         return Status(Errc::not_supported, nodes == 1 ? std::string("nvls runs inside one node: every rank must be on it")
@@ -509,7 +517,7 @@ Status run_switch_collective(World& w_, int rank_, const SwitchCollective& a) {
       slot->gpu.assign(static_cast<std::size_t>(p), nullptr);
       slot->delivered.assign(static_cast<std::size_t>(p), 0);
       slot->expected.assign(static_cast<std::size_t>(p), 0);
-      slot->sw = e.nvswitch;
+      slot->sw = a.direct ? w_.eps[0].gpu : e.nvswitch;  // where the call's actor runs
       if (nodes > 1) {
         for (int n = 0; n < nodes; ++n) slot->node_sw.push_back(w_.eps[static_cast<std::size_t>(n * L)].nvswitch);
         // NCCL's NVLS heads: one GPU per NIC (the first GPU attached to it; on rails, every GPU).
@@ -529,7 +537,7 @@ Status run_switch_collective(World& w_, int rank_, const SwitchCollective& a) {
       if (a.real && a.kind != SwitchCollective::Kind::all_gather) slot->result.assign(a.bytes, 0);
     }
     std::shared_ptr<SwitchCall> call = slot;
-    if (call->args.kind != a.kind || call->args.bytes != a.bytes || call->args.nodes != a.nodes || call->args.in_network != a.in_network)
+    if (call->args.kind != a.kind || call->args.bytes != a.bytes || call->args.nodes != a.nodes || call->args.in_network != a.in_network || call->args.direct != a.direct)
       return Status(Errc::invalid_argument, fmt::format("rank {}: switch collective {} does not match the other ranks'", rank_, seq));
     const auto me = static_cast<std::size_t>(rank_);
     call->in[me] = static_cast<const std::uint8_t*>(a.in);

@@ -404,6 +404,11 @@ struct SwitchCollective {
   // switches reduce it up their tree (leaf, then spine) and multicast the total back down to the
   // heads; tree_parent is not used. Errors: not_supported where the fabric's switches do not reduce.
   bool in_network = false;
+  // NCCL's CollNet Direct (with in_network): no switch reduces in the node; each GPU sends each
+  // head its share over NVLink, the head reduces the node's copies in its memory (gpu_memory_bw
+  // bytes/s touched; 0: no time) and after the network gives the total to every GPU of the node.
+  bool direct = false;
+  double gpu_memory_bw = 0;
 };
 
 // An opened device (verbs' context). One per rank.

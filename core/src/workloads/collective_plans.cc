@@ -21,6 +21,8 @@ const char* collective_name(Collective c) noexcept {
   return "?";
 }
 
+bool switched(Algorithm a) noexcept { return a == Algorithm::nvls || a == Algorithm::nvls_tree || a == Algorithm::collnet; }
+
 const char* algorithm_name(Algorithm a) noexcept {
   switch (a) {
     case Algorithm::ring: return "ring";
@@ -31,13 +33,14 @@ const char* algorithm_name(Algorithm a) noexcept {
     case Algorithm::pairwise: return "pairwise";
     case Algorithm::nvls: return "nvls";
     case Algorithm::nvls_tree: return "nvls_tree";
+    case Algorithm::collnet: return "collnet";
   }
   return "?";
 }
 
 std::vector<Algorithm> algorithms_for(Collective c) {
   switch (c) {
-    case Collective::all_reduce: return {Algorithm::ring, Algorithm::tree, Algorithm::rhd, Algorithm::nvls, Algorithm::nvls_tree};
+    case Collective::all_reduce: return {Algorithm::ring, Algorithm::tree, Algorithm::rhd, Algorithm::nvls, Algorithm::nvls_tree, Algorithm::collnet};
     case Collective::all_gather:
     case Collective::reduce_scatter: return {Algorithm::ring, Algorithm::nvls};
     case Collective::broadcast:
@@ -505,7 +508,7 @@ Plan build_plan(const CollectiveArgs& a) {
   const std::uint64_t n = a.count * a.elem;
   const auto p = static_cast<std::uint64_t>(a.ranks);
   Plan plan;
-  if (a.algo == Algorithm::nvls || a.algo == Algorithm::nvls_tree) {  // the switches move the data (Device::switch_collective): buffers only
+  if (switched(a.algo)) {  // the switches move the data (Device::switch_collective): buffers only
     plan.in_bytes = a.coll == Collective::all_gather ? n / p : n;
     plan.out_bytes = a.coll == Collective::reduce_scatter && !a.in_place ? n / p : n;
     if (a.in_place) plan.in_bytes = 0;

@@ -58,7 +58,7 @@ bool has_root(Collective c) { return c == Collective::broadcast || c == Collecti
 
 std::optional<Algorithm> parse_algorithm(const std::string& s) {
   for (Algorithm a : {Algorithm::ring, Algorithm::tree, Algorithm::rhd, Algorithm::chain, Algorithm::binomial, Algorithm::pairwise, Algorithm::nvls,
-                      Algorithm::nvls_tree})
+                      Algorithm::nvls_tree, Algorithm::collnet})
     if (s == algorithm_name(a)) return a;
   return std::nullopt;
 }
@@ -256,7 +256,7 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
   // The chunk NVLS and NVLSTree run with, and NCCL's for the size (tuning.h): workload.chunk, or
   // NCCL's, on a simulation at least simulated_chunk_floor's.
   auto switch_chunk = [&](const SizePlan& s) -> std::pair<std::uint64_t, std::uint64_t> {
-    const bool tree = s.algo == Algorithm::nvls_tree, heads = tree || job_nodes > 1;  // across nodes: NCCL's NVLS heads
+    const bool tree = s.algo == Algorithm::nvls_tree || s.algo == Algorithm::collnet, heads = tree || job_nodes > 1;  // across nodes: NCCL's NVLS heads
     const std::uint64_t nccl = nvls_chunk_bytes(tree, s.bytes, heads ? job_nodes : 1, heads ? node_heads : env.size, env.shape.gpu);
     if (p.chunk_set) return {p.chunk, nccl};
     return {env.dev.caps().models_time ? std::max(nccl, simulated_chunk_floor(s.bytes, es)) : nccl, nccl};
@@ -282,6 +282,19 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
     if (modelled) {
       sw.wire_factor = nvls_wire_factor(env.shape.gpu);
       sw.latency_s = s.choice.costs.base_us * 1e-6 + s.choice.costs.intra_step_us * 1e-6;
+    }
+    if (s.algo == Algorithm::collnet) {
+      // NCCL's CollNet Direct: the heads gather and reduce their shares over NVLink (no switch
+      // reduces in the node), then as NVLS with SHARP; its latency (NCCL's model): 2 × (one NVLink
+      // step + 0.4 µs per local GPU beyond the first) + one network step.
+      sw.nodes = job_nodes;
+      sw.in_network = true;
+      sw.direct = true;
+      sw.wire_factor = 1;
+      sw.gpu_memory_bw = env.shape.gpu_memory_bw;
+      if (modelled)
+        sw.latency_s = s.choice.costs.base_us * 1e-6 +
+                       (2 * (std::min(1, node_ranks - 1) * s.choice.costs.intra_step_us + (node_ranks - 1) * 0.4) + s.choice.costs.inter_step_us) * 1e-6;
     }
     if (s.algo == Algorithm::nvls && job_nodes > 1) {
       // NCCL's NVLS across nodes with CollNet: the heads' sums go up their rails' SHARP trees;
@@ -325,7 +338,7 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
         if (!plan) continue;
         std::uint64_t bytes = 0;
         for (const auto& op : plan->sends) bytes += op.len;
-        work_meter().plan(runs * (s.algo == Algorithm::nvls || s.algo == Algorithm::nvls_tree ? s.bytes : bytes));
+        work_meter().plan(runs * (switched(s.algo) ? s.bytes : bytes));
       }
   }
   for (const SizePlan& s : sizes) {
@@ -338,7 +351,7 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
       // NCCL's base latency (launch and set-up), once per collective, where time is modelled.
       const double base = modelled ? s.choice.costs.base_us * 1e-6 : 0;
       auto once = [&]() -> Status {
-        if (s.algo == Algorithm::nvls || s.algo == Algorithm::nvls_tree) {
+        if (switched(s.algo)) {
           RDMALAB_TRY(switch_run(s, in_place));
           if (env.rank == 0) work_meter().sent(s.bytes);
           return Status::ok();
@@ -406,8 +419,7 @@ Status run_collective(RankEnv& env, const Scenario& sc, std::vector<ResultRow>& 
       row.notes["algorithm"] = algorithm_name(s.algo);
       row.notes["channels"] = std::to_string(s.channels);
       row.notes["protocol"] = protocol_name(s.choice.proto);
-      const bool switched = s.algo == Algorithm::nvls || s.algo == Algorithm::nvls_tree;
-      const auto [used, nccl] = switched ? switch_chunk(s) : std::pair{plan.chunk, protocol_step_bytes(s.choice.proto)};
+      const auto [used, nccl] = switched(s.algo) ? switch_chunk(s) : std::pair{plan.chunk, protocol_step_bytes(s.choice.proto)};
       if (!p.chunk_set && used > nccl)
         row.notes["chunk"] = fmt::format("{} (NCCL's is {}: a simulated buffer moves in at most {} chunks)", units::format_size(used),
                                          units::format_size(nccl), kSimulatedChunksPerBuffer);
@@ -466,7 +478,14 @@ Status check_collective(const Scenario& sc, const Capabilities& caps, int ranks,
     if (sc.get_int("fabric.nodes") < 2)
       return sc.error("workload.algorithm", "nvls_tree is NCCL's NVLSTree, for several nodes (fabric.nodes is 1): use nvls inside one node");
   }
-  if ((alg == "nvls" || alg == "nvls_tree") && sc.is_set("workload.protocol") && sc.get_string("workload.protocol") != "simple" &&
+  if (alg == "collnet") {
+    if (!caps.in_network_reduction)
+      return sc.error("workload.algorithm", "collnet (NCCL's CollNet Direct: the network's switches reduce, InfiniBand SHARP) is modelled on "
+                                            "simgrid only: use ring or tree here");
+    if (sc.get_int("fabric.nodes") < 2)
+      return sc.error("workload.algorithm", "collnet reduces in the network between nodes (fabric.nodes is 1): use ring, tree or nvls");
+  }
+  if ((alg == "nvls" || alg == "nvls_tree" || alg == "collnet") && sc.is_set("workload.protocol") && sc.get_string("workload.protocol") != "simple" &&
       sc.get_string("workload.protocol") != "auto")
     return sc.error("workload.protocol", fmt::format("{} runs the Simple protocol only (as in NCCL): use simple or auto", alg));
   const DataType dt = *parse_dtype(sc.get_string("workload.dtype"));

@@ -54,7 +54,10 @@ int log2i(std::uint64_t n) {  // floor(log2 n); -1 for 0
 }
 
 const TuningGraph& graph_of(const TuningInput& in, TunedAlgo a) {
-  return a == TunedAlgo::nvls || a == TunedAlgo::nvls_tree ? in.nvls : a == TunedAlgo::tree ? in.tree : in.ring;
+  return a == TunedAlgo::nvls || a == TunedAlgo::nvls_tree ? in.nvls
+         : a == TunedAlgo::tree                             ? in.tree
+         : a == TunedAlgo::collnet_direct                   ? in.collnet_direct
+                                                            : in.ring;
 }
 
 }  // namespace
@@ -223,6 +226,13 @@ std::vector<TuningCandidate> tuning_table(const TuningInput& in, Collective coll
         bus = std::min(bus * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), g.channels * kTreeLL128Bw[gen][i2]);
       if (a == TunedAlgo::pat) bus *= .75;
       if (collnet && p != Protocol::simple) bus = 0;
+      if (a == TunedAlgo::collnet_direct && p == Protocol::simple && ar) {
+        // CollNet Direct needs every GPU to have a NIC of its own for full speed: the GPU/NIC ratio.
+        double factor = ppn / g.channels;
+        factor -= (factor - 1) / 2;
+        bus /= factor;
+        if (in.gen != GpuGeneration::volta && in.gen != GpuGeneration::ampere) bus *= .85;  // minCompCap >= 90
+      }
       // Bus bandwidth to algorithm bandwidth.
       if (!(a != TunedAlgo::ring && ag_rs)) {
         const double ratio = a == TunedAlgo::ring || a == TunedAlgo::nvls || a == TunedAlgo::nvls_tree ? static_cast<double>(n) / nsteps : .5;
@@ -245,6 +255,10 @@ std::vector<TuningCandidate> tuning_table(const TuningInput& in, Collective coll
         }
       } else if (a == TunedAlgo::tree) {
         if (ar) lat += 2 * ((ppn_int - 1) * intra_lat + log2i(static_cast<std::uint64_t>(nodes)) * inter_lat);
+      } else if (a == TunedAlgo::collnet_direct) {
+        lat += 2 * (std::min(1, ppn_int - 1) * intra_lat + (ppn_int - 1) * 0.4) + inter_lat;  // 0.4 µs: arity serialization
+      } else if (a == TunedAlgo::collnet_chain) {
+        lat += 2 * (ppn_int - 1) * intra_lat + inter_lat;
       } else if (a == TunedAlgo::nvls) {
         lat = intra_lat;
         if (nodes > 1) lat += inter_lat;
@@ -256,7 +270,9 @@ std::vector<TuningCandidate> tuning_table(const TuningInput& in, Collective coll
       c.latency_us = lat;
       // Which NCCL would not consider.
       if (collnet && !in.collnet) disable("CollNet needs a network whose switches reduce (collnetEnable; fabric.sharp.tiers)");
-      if (collnet && in.collnet) disable("CollNet Direct and Chain (GPUs gather to the NICs without NVLS) are not among rdmalab's algorithms");
+      if (a == TunedAlgo::collnet_chain && in.collnet) disable("CollNet Chain is not among rdmalab's algorithms (collnet runs CollNet Direct)");
+      if (a == TunedAlgo::collnet_direct && in.collnet && !g.nvlink) disable("CollNet Direct needs an NVSwitch system (NVLink between the GPUs)");
+      if (a == TunedAlgo::collnet_direct && in.collnet && !ar) disable("CollNet Direct runs all_reduce only here (all_gather and reduce_scatter need the plugin's)");
       if (a == TunedAlgo::nvls_tree && nodes == 1) disable("NVLSTree is for several nodes");
       if (a == TunedAlgo::nvls && nodes > 1 && !in.collnet) disable("NVLS across nodes needs CollNet (a network whose switches reduce)");
       if (a == TunedAlgo::nvls && nodes > 1 && !ar) disable("NVLS across nodes runs all_reduce only here");
@@ -314,6 +330,14 @@ TuningInput graph_for(const TunedNode& node) {
   }
   in.ring = g;
   in.tree = g;
+  // CollNet Direct's graph (NCCL_TOPO_PATTERN_COLLNET_DIRECT): a channel per head, a GPU with a NIC
+  // of its own, at the NIC's rate (NCCL's search takes the highest speed of its list a NIC carries;
+  // the NIC's own rate here).
+  in.collnet_direct = g;
+  if (in.nodes > 1) {
+    in.collnet_direct.channels = std::max(1, std::min(node.nics, rpn));
+    in.collnet_direct.bw_intra = in.collnet_direct.bw_inter = std::min(nic, node.nvlink ? intra : nic);
+  }
   // NVLS on one node (src/graph/search.cc): one channel per GPU ("pull evenly from all GPUs"), at
   // the highest speed of NCCL's list whose channels fit the GPU's NVLink (raised by ranks/(ranks-1)
   // for patterns other than the ring); the second pass then raises bwInter one speed.
@@ -370,6 +394,7 @@ TunedNode tuned_node(const NodeShape& shape, int ranks) {
 
 TunedAlgo tuned_algo_of(Algorithm a) noexcept {
   return a == Algorithm::tree        ? TunedAlgo::tree
+         : a == Algorithm::collnet   ? TunedAlgo::collnet_direct
          : a == Algorithm::nvls      ? TunedAlgo::nvls
          : a == Algorithm::nvls_tree ? TunedAlgo::nvls_tree
                                      : TunedAlgo::ring;
@@ -435,6 +460,7 @@ CollectiveChoice choose_collective(Collective coll, std::uint64_t bytes, int ran
     if (a == TunedAlgo::tree && coll == Collective::all_reduce) return Algorithm::tree;
     if (a == TunedAlgo::nvls && coll != Collective::broadcast && coll != Collective::reduce) return Algorithm::nvls;
     if (a == TunedAlgo::nvls_tree && coll == Collective::all_reduce) return Algorithm::nvls_tree;
+    if (a == TunedAlgo::collnet_direct && coll == Collective::all_reduce) return Algorithm::collnet;
     return std::nullopt;
   };
   const TuningCandidate* best = nullptr;

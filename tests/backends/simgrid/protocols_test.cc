@@ -223,6 +223,43 @@ TEST(Sharp, ReducesExactlyUpTheLeavesAndTheSpine) {
       }
 }
 
+TEST(CollNet, ReducesExactlyUpTheLeavesAndTheSpine) {
+  if (!have_simgrid()) GTEST_SKIP() << "needs the SimGrid backend";
+  // CollNet Direct on A100 nodes (their NVSwitch does not reduce: the heads gather over NVLink).
+  for (const std::string& rails : {std::string("sharp: { tiers: [leaf] }"), std::string("rail: { nodes_per_leaf: 2, spines: 2 }, sharp: { tiers: [leaf, spine] }")}) {
+    std::string f = sharp_rails(4, 4, rails);
+    f.replace(f.find("cx7-ndr-h100"), 12, "cx6-hdr-a100");
+    for (const char* dt : {"fp32", "int8"}) {
+      auto out = run("simgrid", f, {"workload.algorithm=collnet", std::string("workload.dtype=") + dt, "workload.op=prod", "workload.placement=both",
+                                    "workload.sizes=[64B,1000000B]", "workload.chunk=64KiB", "workload.iterations=2"});
+      ASSERT_TRUE(out.status.is_ok()) << dt << ": " << out.status.to_string();
+      ASSERT_EQ(out.rows.size(), 4u);
+      for (const auto& r : out.rows) {
+        EXPECT_EQ(r.errors, 0u) << rails << " " << dt << " " << r.bytes << " " << r.notes.at("placement");
+        EXPECT_EQ(r.notes.at("algorithm"), "collnet");
+      }
+    }
+  }
+}
+
+TEST(CollNet, TwoA100NodesAreBoundByNvlinkAndAutoPicksIt) {
+  if (!have_simgrid()) GTEST_SKIP() << "needs the SimGrid backend";
+  // Two DGX A100-class nodes (8 HDR NICs) with SHARP leaves, 256 MiB: each GPU's NVLink (300 GB/s
+  // x 0.8) carries 7/8 of its data to the other heads and, as a head, 7/8 of the totals to the
+  // others, 1.75 n each way: algbw <= 240 / 1.75 = 137 GB/s; the NICs (n/8 each way at 25 GB/s)
+  // would allow 200. NCCL's engineer estimates about 110 (NVIDIA/nccl #320, "NVLink still has to
+  // transmit ~2x more data"). NCCL's model picks CollNet Direct there (NcclTuning.CollNetDirectOnTwoA100Nodes).
+  std::string f = sharp_rails(2, 8, "sharp: { tiers: [leaf] }");
+  f.replace(f.find("cx7-ndr-h100"), 12, "cx6-hdr-a100");
+  auto out = run("simgrid", f, {"workload.size=256MiB", "workload.payload=phantom", "workload.chunk=1MiB"});
+  ASSERT_TRUE(out.status.is_ok()) << out.status.to_string();
+  EXPECT_EQ(out.rows[0].notes.at("algorithm"), "collnet");
+  EXPECT_EQ(out.rows[0].notes.at("nccl_choice"), "CollNetDirect/Simple");
+  const double algbw = out.rows[0].extra.at("algbw_gbps");
+  EXPECT_LT(algbw, 240.0 / 1.75);
+  EXPECT_GT(algbw, 0.9 * 240.0 / 1.75);
+}
+
 TEST(Sharp, EachNicCarriesItsShardOnceEachWayWhereATreeCarriesItTwice) {
   if (!have_simgrid()) GTEST_SKIP() << "needs the SimGrid backend";
   // Four nodes of 4 GPUs under one leaf per rail, 100 Gb/s NICs (12.5 GB/s), links alone: the NICs
@@ -285,6 +322,11 @@ TEST(Sharp, RefusedWhereTheSwitchesCannotReduce) {
   expect_key_refusal(sharp_rails(2, 4, "sharp: { tiers: [leaf, core] }"), {}, "fabric.sharp.tiers", "allowed: leaf, spine");
   expect_key_refusal(sharp_rails(2, 4, "sharp: { bandwidth: 400Gbps }"), {}, "fabric.sharp.bandwidth", "set fabric.sharp.tiers");
   expect_key_refusal(sharp_rails(3, 4, "rail: { nodes_per_leaf: 2 }"), {}, "fabric.rail.nodes_per_leaf", "divisor");
+  // CollNet Direct: the model only, across nodes, with SHARP.
+  expect_refusal("loopback", "name: t\nfabric: { nodes: 2 }\nworkload: { type: all_reduce, algorithm: collnet }\n", {}, "simgrid only");
+  expect_refusal("simgrid", h100_nodes(2), {"workload.algorithm=collnet"}, "fabric.sharp.tiers");
+  expect_refusal("simgrid", kH100Node, {"workload.algorithm=collnet"}, "between nodes");
+  expect_refusal("simgrid", sharp_rails(2, 4, "sharp: { tiers: [leaf] }"), {"workload.algorithm=collnet", "workload.type=all_gather"}, "allowed");
 }
 
 }  // namespace

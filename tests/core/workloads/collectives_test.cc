@@ -64,7 +64,7 @@ TEST(Plans, EveryByteOfTheOutputIsWrittenOnce) {
   for (auto coll : {Collective::all_gather, Collective::all_to_all, Collective::broadcast})
     for (int p : {1, 2, 3, 7, 8})
       for (auto algo : algorithms_for(coll))
-        for (int r = 0; r < p && algo != Algorithm::nvls; ++r) {  // nvls: the switch writes (protocols_test)
+        for (int r = 0; r < p && !switched(algo); ++r) {  // the switches write (protocols_test)
           CollectiveArgs a{coll, algo, r, p, 0, static_cast<std::uint64_t>(p) * 13, 4, false};
           Plan plan = build_plan(a);
           std::vector<int> hits(plan.out_bytes, 0);
@@ -254,7 +254,7 @@ std::vector<Case> cases() {
                       workloads::Collective::broadcast, workloads::Collective::reduce, workloads::Collective::all_to_all,
                       workloads::Collective::sendrecv})
       for (auto a : workloads::algorithms_for(coll))
-        if (a != workloads::Algorithm::nvls && a != workloads::Algorithm::nvls_tree)  // NVSwitches: backends/simgrid/protocols_test.cc
+        if (!workloads::switched(a))  // switches that move the data: backends/simgrid/protocols_test.cc
           v.push_back({b, workloads::collective_name(coll), workloads::algorithm_name(a)});
   return v;
 }

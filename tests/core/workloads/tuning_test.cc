@@ -280,13 +280,35 @@ TEST(NcclTuning, NvlsWithCollNetOnH100Nodes) {
   const std::vector<Expect> e4 = {{TunedAlgo::nvls, Protocol::simple, 43.0, 8 * 48.0 * 32 / 62}};
   check(in4, Collective::all_reduce, 1u << 30, e4, TunedAlgo::nvls, Protocol::simple);
   check(in4, Collective::all_reduce, 16ull << 30, e4, TunedAlgo::nvls, Protocol::simple);
-  // CollNet Direct and Chain are listed, off (not run here); reduce_scatter does not take NVLS across nodes.
-  for (const auto& c : tuning_table(in4, Collective::all_reduce, 1u << 30))
-    if (c.algo == TunedAlgo::collnet_direct || c.algo == TunedAlgo::collnet_chain) EXPECT_FALSE(c.enabled);
+  // CollNet Chain is listed, off (not run here); reduce_scatter does not take NVLS across nodes.
+  for (const auto& c : tuning_table(in4, Collective::all_reduce, 1u << 30)) EXPECT_FALSE(c.algo == TunedAlgo::collnet_chain && c.enabled);
   for (const auto& c : tuning_table(in4, Collective::reduce_scatter, 1u << 30)) EXPECT_FALSE(c.algo == TunedAlgo::nvls && c.enabled);
   // One node: CollNet means nothing there.
   TunedNode one{8, 8, 8, 370.8e9, 50e9, true, GpuGeneration::hopper, false, true, true};
   EXPECT_FALSE(graph_for(one).collnet);
+}
+
+// Two DGX A100-class nodes (8 HDR NICs of 25 GB/s, NVLink 240 GB/s, AMD CPUs) with SHARP: CollNet
+// Direct's graph has a channel per head (8) at the NIC's 25 GB/s: 200 GB/s of bus bandwidth, GPU/NIC
+// ratio 1 (no penalty), no Hopper .85, converted as a tree's (1/2): 100 GB/s; latency 2 × (3.7
+// (NVLink) + 7 × 0.4 (arity)) + 31 (network) = 44 µs. The ring: 16 channels of 200/16, 16/30:
+// 106.7 GB/s, latency (8.4 + 28 × 6 (AMD's network overhead) + 2 × 14) × 1.4 = 286.2 µs.
+TEST(NcclTuning, CollNetDirectOnTwoA100Nodes) {
+  TunedNode two{16, 8, 8, 240e9, 25e9, true, GpuGeneration::ampere, true, false, true};
+  const auto in = graph_for(two);
+  EXPECT_EQ(in.collnet_direct.channels, 8);
+  EXPECT_EQ(in.collnet_direct.bw_intra, 25.0);
+  const std::vector<Expect> e = {{TunedAlgo::collnet_direct, Protocol::simple, 44.0, 100.0},
+                                 {TunedAlgo::ring, Protocol::simple, 8.4 + 28 * 6 + 2 * 14, 200.0 * 16 / 30}};
+  // 256 MiB: CollNet Direct 44 + 2684.4 = 2728.4; the ring 286.2 + 2516.6 = 2802.8.
+  check(in, Collective::all_reduce, 256u << 20, e, TunedAlgo::collnet_direct, Protocol::simple);
+  // 16 GiB: the ring's bandwidth wins (161347 against 171843).
+  check(in, Collective::all_reduce, 16ull << 30, e, TunedAlgo::ring, Protocol::simple);
+  // Without SHARP it is off; CollNet Chain is listed, off.
+  TunedNode plain = two;
+  plain.collnet = false;
+  for (const auto& c : tuning_table(graph_for(plain), Collective::all_reduce, 1u << 30)) EXPECT_FALSE(c.algo == TunedAlgo::collnet_direct && c.enabled);
+  for (const auto& c : tuning_table(in, Collective::all_reduce, 1u << 30)) EXPECT_FALSE(c.algo == TunedAlgo::collnet_chain && c.enabled);
 }
 
 // NCCL's NVLS chunks (src/enqueue.cc): 128 KiB, smaller while the size would not keep 16 channels

@@ -23,7 +23,14 @@ enum class Collective { all_reduce, all_gather, reduce_scatter, broadcast, reduc
 // nvls: NVLink SHARP, the node's NVSwitch reduces (Device::switch_collective; one node, SimGrid).
 // nvls_tree: NCCL's NVLSTree (all_reduce across nodes): NVLS inside each node, NCCL's double
 // binary tree between the nodes' heads (the GPUs with a NIC; SimGrid).
-enum class Algorithm { ring, tree, rhd, chain, binomial, pairwise, nvls, nvls_tree };
+// collnet: NCCL's CollNet Direct (all_reduce across nodes whose network's switches reduce,
+// InfiniBand SHARP): in each node the GPUs send each head (a GPU with a NIC) its share over
+// NVLink, the heads reduce it and send it up their rails' SHARP trees, and give the total back
+// to the node's GPUs (SimGrid).
+enum class Algorithm { ring, tree, rhd, chain, binomial, pairwise, nvls, nvls_tree, collnet };
+// The algorithm runs on switches that move the data (Device::switch_collective), not on a plan's
+// transfers: nvls, nvls_tree, collnet.
+bool switched(Algorithm a) noexcept;
 const char* collective_name(Collective c) noexcept;
 const char* algorithm_name(Algorithm a) noexcept;
 

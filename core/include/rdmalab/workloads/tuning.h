@@ -58,6 +58,7 @@ struct TuningInput {
   GpuGeneration gen = GpuGeneration::hopper;
   bool amd_cpu = false;  // cpuVendor: the LL bandwidth cap and the network post overhead depend on it
   TuningGraph ring, tree, nvls;
+  TuningGraph collnet_direct;  // CollNet Direct's: one channel per head (a GPU with its own NIC) at the NIC's rate
   bool nvls_support = false;  // NVLink SHARP usable (an NVSwitch that reduces, several GPUs per node)
   bool collnet = false;       // collnetEnable with a SHARP network (NCCL_COLLNET_ENABLE=1 and the plugin)
 };
