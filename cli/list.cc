@@ -31,9 +31,9 @@ int cmd_list() {
   for (const auto& b : all_backends().all())
     if (b.make()->capabilities().in_network_reduction) sharp += (sharp.empty() ? "" : ", ") + b.name;
   fmt::print("  {:<10} {}\n", "collnet", sharp.empty() ? std::string("no backend models it")
-                                                      : fmt::format("InfiniBand SHARP: nvls across nodes, the rails' switches reduce "
-                                                                    "(fabric.sharp.tiers on rail_optimized): {} only; CollNet Direct and "
-                                                                    "Chain are not modelled", sharp));
+                                                      : fmt::format("InfiniBand SHARP, the rails' switches reduce (fabric.sharp.tiers on "
+                                                                    "rail_optimized): algorithm collnet (CollNet Direct) and nvls across "
+                                                                    "nodes (NVLS with CollNet): {} only; CollNet Chain is not modelled", sharp));
   fmt::print("memory:\n");
   for (MemoryKind k : {MemoryKind::host, MemoryKind::cuda, MemoryKind::phantom})
     fmt::print("  {:<10} {}\n", memory_kind_name(k), memory_provider(k) ? "usable" : "not usable: " + memory_unavailable_reason(k));
