@@ -158,6 +158,10 @@ std::vector<std::size_t> select_links(const Topology& t, const std::string& sele
   return out;
 }
 
+std::vector<std::string> sharp_tiers(const Scenario& sc) {
+  return sc.has("fabric.sharp.tiers") ? sc.get_strings("fabric.sharp.tiers") : std::vector<std::string>{};
+}
+
 Status check_fabric(const Scenario& sc) {
   RDMALAB_TRY(check_fabric_shape(sc));  // node counts (run.h); run_scenario checks it too
   RDMALAB_TRY(node_placement(sc).status());
@@ -187,13 +191,13 @@ Status check_fabric(const Scenario& sc) {
                                           "rail_optimized) with NVLink and fabric.node.nvswitch.reduce: true (the cx7-ndr-h100 preset has them)");
   if (topo != "rail_optimized")
     for (const char* k : {"fabric.sharp.tiers", "fabric.sharp.bandwidth", "fabric.sharp.trees_per_switch", "fabric.rail.nodes_per_leaf"})
-      if (sc.is_set(k) && !(std::string(k) == "fabric.sharp.tiers" && (!sc.has(k) || sc.get_strings(k).empty())))
+      if (sc.is_set(k) && !(std::string(k) == "fabric.sharp.tiers" && sharp_tiers(sc).empty()))
         return sc.error(k, fmt::format("is modelled on topology rail_optimized (a {} here): SHARP needs the leaf switches cabled to one HCA "
                                        "rail each (NVIDIA's SHARP deployment rule), which rail_optimized builds", topo));
-  if (algorithm == "collnet" && sc.get_int("fabric.nodes") > 1 && (sc.has("fabric.sharp.tiers") ? sc.get_strings("fabric.sharp.tiers") : std::vector<std::string>{}).empty())
+  if (algorithm == "collnet" && sc.get_int("fabric.nodes") > 1 && sharp_tiers(sc).empty())
     return sc.error("workload.algorithm", "collnet is NCCL's CollNet Direct: the network's switches must reduce (InfiniBand SHARP: "
                                           "fabric.sharp.tiers on a rail_optimized fabric); without SHARP use ring or tree");
-  if (algorithm == "nvls" && sc.get_int("fabric.nodes") > 1 && (sc.has("fabric.sharp.tiers") ? sc.get_strings("fabric.sharp.tiers") : std::vector<std::string>{}).empty())
+  if (algorithm == "nvls" && sc.get_int("fabric.nodes") > 1 && sharp_tiers(sc).empty())
     return sc.error("workload.algorithm", fmt::format("nvls across nodes ({} here) is NCCL's NVLS with CollNet: the network's switches must "
                                                       "reduce too (InfiniBand SHARP: fabric.sharp.tiers on a rail_optimized fabric); without "
                                                       "SHARP use nvls_tree (NVLS in each node, a tree between them), ring or tree",
@@ -290,7 +294,7 @@ FabricModel read_model(const Scenario& sc) {
     m.rail.nodes_per_leaf = static_cast<int>(sc.get_int("fabric.rail.nodes_per_leaf"));
     m.rail.nvswitch_reduce = sc.get_bool("fabric.node.nvswitch.reduce");
     m.rail.nvswitch_reduce_bw = sc.has("fabric.node.nvswitch.reduce_bandwidth") ? sc.get_bandwidth("fabric.node.nvswitch.reduce_bandwidth") : 0;
-    for (const std::string& t : (sc.has("fabric.sharp.tiers") ? sc.get_strings("fabric.sharp.tiers") : std::vector<std::string>{})) {
+    for (const std::string& t : sharp_tiers(sc)) {
       m.sharp.leaf = m.sharp.leaf || t == "leaf";
       m.sharp.spine = m.sharp.spine || t == "spine";
     }

@@ -130,6 +130,8 @@ struct FabricModel {
   }
 };
 
+// The tiers whose switches reduce (fabric.sharp.tiers; empty when unset).
+std::vector<std::string> sharp_tiers(const Scenario& sc);
 // Declares the fabric keys the SimGrid backend reads.
 void add_fabric_keys(Schema& schema);
 // Checks that the fabric parameters form the named topology. Errors name the key.

@@ -174,6 +174,12 @@ void run_switch(SwitchCall& call) {
 // and its switch multicasts it to the node's GPUs. A unit is one chunk of one head's shard on one
 // node; the node-local stages are pipelines per (node, head), two units deep (one for the head's
 // kernel), as in run_switch.
+// With SHARP (SwitchCollective::in_network, NCCL's NVLS with CollNet) the tree between the nodes
+// is the network's: each head's NIC sends the node's sum, chunk after chunk, to the aggregation
+// node of its rail's leaf switch; an AN reduces a chunk once all its children's have arrived and
+// sends it to its parent's AN; the root's total comes back down the same tree to every head.
+// CollNet Direct (SwitchCollective::direct) has no switch in the node: the GPUs send the head
+// their copies over NVLink, the head reduces them and after the network sends the total to each.
 struct TreeLayout {
   std::uint64_t base = 0, per_shard = 1;  // a head's shard (the last takes the rest), its chunks
 };
@@ -235,7 +241,6 @@ void run_nvls_tree(SwitchCall& call) {
   // receives), and what it waits for per key.
   struct An {
     sg4::Host* host = nullptr;
-    std::size_t head = 0;
     int parent = -1;
     std::vector<int> child_ans, child_nodes;
   };
@@ -246,7 +251,7 @@ void run_nvls_tree(SwitchCall& call) {
     std::map<std::pair<std::size_t, const sg4::Host*>, int> index;
     auto an_of = [&](std::size_t h, sg4::Host* host) {
       auto [it, fresh] = index.try_emplace({h, host}, static_cast<int>(an.size()));
-      if (fresh) an.push_back({host, h, -1, {}, {}});
+      if (fresh) an.push_back({host, -1, {}, {}});
       return it->second;
     };
     for (int n = 0; n < nodes; ++n)

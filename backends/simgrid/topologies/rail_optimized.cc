@@ -28,7 +28,7 @@ Status check_rail_optimized(const Scenario& sc) {
     return sc.error("fabric.rail.spines", fmt::format("is 0, but the {} nodes are in {} groups of {} (fabric.rail.nodes_per_leaf), whose "
                                                       "leaves only spines join: give at least one spine", nodes, groups, per_leaf));
   // InfiniBand SHARP: a reduction tree per rail, from the rail's leaves up to one spine.
-  const auto tiers = (sc.has("fabric.sharp.tiers") ? sc.get_strings("fabric.sharp.tiers") : std::vector<std::string>{});
+  const auto tiers = sharp_tiers(sc);
   bool leaf = false, spine = false;
   for (const std::string& t : tiers) {
     if (t != "leaf" && t != "spine")
