@@ -54,6 +54,8 @@ Topology describe_topology(const World& w) {
         name == "rail-loopback" || name == "rail-hop" || name == "rail-spine-hop" ||
         name.find("_loopback") != std::string::npos || name.find("_limiter") != std::string::npos)
       continue;  // rank-local
+    if (l->get_sharing_policy() == sg4::Link::SharingPolicy::FATPIPE && l->get_bandwidth() >= 1e15)
+      continue;  // costs nothing: it only steers a zone's shortest paths (rail_optimized's hops, SHARP's edges)
     t.links.push_back(TopoLink{name, l->get_bandwidth(), l->get_latency(), {}});
   }
   // The topology's switches and its links' ends (each kind's describe, topologies/).

@@ -629,6 +629,9 @@ TEST_F(SimgridModel, RecordedTopologyHasEveryLinksEndsOnEveryZone) {
                         "fabric.fat_tree.up=[1,2]"}, 16, 6, 2},
       {"fat_tree 3 levels", {"fabric.topology=fat_tree", "fabric.nodes=8", "fabric.fat_tree.levels=3", "fabric.fat_tree.down=[2,2,2]",
                              "fabric.fat_tree.up=[1,2,2]"}, 8, 4 + 4 + 4, 3},
+      {"rail_optimized in two groups, SHARP", {"fabric.topology=rail_optimized", "fabric.nodes=4", "fabric.gpus_per_node=2",
+                                               "fabric.node.nvlink.bandwidth=300GB/s", "fabric.rail.nodes_per_leaf=2", "fabric.rail.spines=2",
+                                               "fabric.sharp.tiers=[leaf,spine]"}, 8, 2 * 2 + 2, 2},
       {"torus", {"fabric.topology=torus", "fabric.nodes=12", "fabric.torus.dims=[3,4]"}, 12, 0, 0},
       {"dragonfly", {"fabric.topology=dragonfly", "fabric.nodes=36", "fabric.dragonfly.groups=[3,1]", "fabric.dragonfly.chassis=[2,1]",
                      "fabric.dragonfly.routers=[3,2]", "fabric.dragonfly.blades=2"}, 36, 18, 1},
@@ -656,8 +659,9 @@ TEST_F(SimgridModel, RecordedTopologyHasEveryLinksEndsOnEveryZone) {
     EXPECT_EQ(hosts, c.hosts) << c.name;
     for (const auto& node : rec->topology.nodes)
       if (node.kind == "host") {
-        const int per = static_cast<int>(sc.get_int("fabric.gpus_per_node"));
-        EXPECT_EQ(node.gpus, sc.get_string("fabric.node.model") == "pcie" ? per : 0) << c.name;
+        const bool machine = sc.get_string("fabric.node.model") == "pcie";  // else a host is a GPU (rail_optimized) or a one-GPU node
+        const int per = machine ? static_cast<int>(sc.get_int("fabric.gpus_per_node")) : 1;
+        EXPECT_EQ(node.gpus, machine ? per : 0) << c.name;
         EXPECT_EQ(node.rank % per, 0) << c.name << ": a node carries its first rank";
       }
     EXPECT_EQ(switches, c.switches) << c.name;
