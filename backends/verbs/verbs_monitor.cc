@@ -1,10 +1,12 @@
 #include "verbs/verbs_monitor.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -16,16 +18,22 @@ namespace {
 // A process's user + system CPU time in clock ticks (/proc/PID/stat fields 14 and 15); 0 when it
 // is gone.
 std::uint64_t cpu_ticks(pid_t pid) {
-  std::ifstream in(fmt::format("/proc/{}/stat", pid));
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // read(2), not a stream: a process that exits between the open and the read makes the read fail
+  // (ESRCH), which a stream buffer iterator throws out of.
+  std::string stat;
+  const int fd = ::open(fmt::format("/proc/{}/stat", pid).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[1024];
+  for (ssize_t got; (got = ::read(fd, buf, sizeof buf)) > 0;) stat.append(buf, static_cast<std::size_t>(got));
+  ::close(fd);
   const auto close = stat.rfind(')');
   if (close == std::string::npos) return 0;
   std::istringstream fields(stat.substr(close + 2));
   std::string f;
   std::uint64_t utime = 0, stime = 0;
   for (int i = 3; i <= 15 && fields >> f; ++i) {
-    if (i == 14) utime = std::stoull(f);
-    if (i == 15) stime = std::stoull(f);
+    if (i == 14) utime = std::strtoull(f.c_str(), nullptr, 10);
+    if (i == 15) stime = std::strtoull(f.c_str(), nullptr, 10);
   }
   return utime + stime;
 }
